@@ -1,0 +1,90 @@
+"""What the trained models attend to, and what the mask changes.
+
+Attention arrays here are NumPy ``[L,H,T,T]`` for one sample, indexed
+``[layer, head, query, key]``. Query q in 7..12 predicts answer digit q-7,
+which is prompt digit 12-q, stored at key 13-q: the *reversal* cell. The key
+q+1 holds the answer digit that query q must predict: the *next answer*
+cell, readable only when the mask is off.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .data import PROMPT_LEN, SEQ_LEN
+
+ANSWER_QUERIES = tuple(range(PROMPT_LEN - 1, PROMPT_LEN - 1 + SEQ_LEN))  # 7..12
+
+
+def reversal_key(query: int) -> int:
+    """The prompt position answer query ``query`` must read: 13 - query."""
+    if query not in ANSWER_QUERIES:
+        raise ValueError(f"query must be an answer query {ANSWER_QUERIES[0]}-{ANSWER_QUERIES[-1]}, got {query}")
+    return 2 * PROMPT_LEN - 3 - query
+
+
+@torch.no_grad()
+def attention_maps(model, inputs: torch.Tensor, causal: bool | None = None) -> np.ndarray:
+    """Teacher-forced ``inputs`` ``[14]`` (one sample) -> weights ``[L,H,14,14]``."""
+    if not isinstance(inputs, torch.Tensor) or inputs.dim() != 1:
+        raise ValueError(f"inputs must be one sample, a 1-D tensor [T], got {getattr(inputs, 'shape', inputs)!r}")
+    was_training = model.training
+    model.eval()
+    try:
+        device = next(model.parameters()).device
+        _, weights = model(inputs.unsqueeze(0).to(device), causal=causal)
+    finally:
+        model.train(was_training)
+    return torch.stack([w[0] for w in weights]).cpu().numpy()  # [L,H,T,T]
+
+
+def _check_maps(weights) -> np.ndarray:
+    weights = np.asarray(weights)
+    if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2] or weights.shape[-1] <= ANSWER_QUERIES[-1] + 1:
+        raise ValueError(f"weights must be [L,H,T,T] with T >= 14, got {list(weights.shape)}")
+    return weights
+
+
+def reversal_weight(weights) -> np.ndarray:
+    """``[L,H]``: mean over answer queries 7-12 of the weight on key 13-q."""
+    w = _check_maps(weights)
+    return np.mean([w[:, :, q, reversal_key(q)] for q in ANSWER_QUERIES], axis=0)
+
+
+def next_answer_weight(weights) -> np.ndarray:
+    """``[L,H]``: mean over answer queries 7-12 of the weight on key q+1 (the future)."""
+    w = _check_maps(weights)
+    return np.mean([w[:, :, q, q + 1] for q in ANSWER_QUERIES], axis=0)
+
+
+def change_future_answers(inputs: torch.Tensor, seed: int = 0) -> torch.Tensor:
+    """Teacher-forced inputs ``[B,14]`` with every answer digit (positions 8-13) replaced
+    by a different digit, drawn from a private generator."""
+    generator = torch.Generator().manual_seed(seed)
+    changed = inputs.clone()
+    answer = changed[:, PROMPT_LEN:]
+    offsets = torch.randint(1, 10, answer.shape, generator=generator)
+    changed[:, PROMPT_LEN:] = (answer + offsets) % 10
+    return changed
+
+
+@torch.no_grad()
+def prefix_logit_change(model, inputs: torch.Tensor, causal: bool | None = None,
+                        seed: int = 0) -> float:
+    """Largest absolute change of the prefix logits (positions 0-7, all 13 classes)
+    when the future answer digits of ``inputs`` ``[B,14]`` are changed.
+
+    With a working causal mask this is exactly 0: no prefix position can read
+    the future. Without the mask it is not.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        device = next(model.parameters()).device
+        original = inputs.to(device)
+        changed = change_future_answers(inputs, seed).to(device)
+        a, _ = model(original, causal=causal)
+        b, _ = model(changed, causal=causal)
+    finally:
+        model.train(was_training)
+    return float((a[:, :PROMPT_LEN] - b[:, :PROMPT_LEN]).abs().max())

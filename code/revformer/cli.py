@@ -1,0 +1,41 @@
+"""Command line: ``python -m revformer reproduce --out DIR [--device auto|cpu|cuda] [--quiet]``."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="revformer", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    rep = commands.add_parser("reproduce", help="train the three groups and write the eight result files")
+    rep.add_argument("--out", required=True, help="folder for the result files")
+    rep.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    rep.add_argument("--cache", default=None,
+                     help="folder of cached trained models (default: $REVFORMER_CACHE or ~/.cache/revformer)")
+    rep.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    from .artifacts import reproduce  # torch is imported only when a command needs it
+
+    try:
+        exp = reproduce(args.out, device=args.device, cache_dir=args.cache,
+                        progress=False if args.quiet else None)
+    except ValueError as error:
+        print(f"revformer: {error}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(f"budget: {exp.budget.reason}")
+        for row in exp.ablation():
+            source = "cache" if exp.run(row["group"]).from_cache else f"{row['train_seconds']:.1f} s"
+            print(f"{row['group']:>10}: val loss {row['val_loss']:.6f}, digits "
+                  f"{row['digit_accuracy']:.2%}, sequences {row['sequence_accuracy']:.2%} ({source})")
+        print(f"wrote 8 files to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""Training: the loss over supervised targets, whole-set evaluation, the
+shared batch schedule, the speed test that sets the budget, and the loop.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from .config import TrainConfig
+from .data import IGNORE_INDEX
+from .model import make_model
+
+
+def answer_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the supervised targets only.
+
+    ``logits`` ``[B,T,13]``, ``labels`` ``[B,T]`` with -100 where ignored.
+    With 7 targets a sample the denominator is B*7, not B*14.
+    """
+    return F.cross_entropy(
+        logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=IGNORE_INDEX
+    )
+
+
+def evaluate_loss(model, inputs, labels, batch_size: int = 4096) -> float:
+    """Mean cross-entropy over every supervised target of a whole set.
+
+    In ``eval()`` mode (dropout off) and without building a graph
+    (``inference_mode``): the two switches do different jobs. The model's
+    train/eval mode is restored afterwards.
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    total, count = 0.0, 0
+    with torch.inference_mode():
+        for start in range(0, inputs.size(0), batch_size):
+            x = inputs[start:start + batch_size].to(device)
+            y = labels[start:start + batch_size].to(device)
+            logits, _ = model(x)
+            total += F.cross_entropy(
+                logits.reshape(-1, logits.size(-1)), y.reshape(-1),
+                ignore_index=IGNORE_INDEX, reduction="sum",
+            ).item()
+            count += int((y != IGNORE_INDEX).sum())
+    model.train(was_training)
+    return total / count
+
+
+def batch_schedule(train_size: int, config: TrainConfig | None = None) -> torch.Tensor:
+    """The ``[steps,batch]`` training indices, drawn once from their own generator.
+
+    Every group trains on exactly these batches in this order, so the groups
+    differ only in heads or mask. A lowered budget uses the first rows.
+    """
+    config = config or TrainConfig()
+    generator = torch.Generator().manual_seed(config.batch_seed)
+    return torch.randint(train_size, (config.steps, config.batch_size), generator=generator)
+
+
+def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
+    """``'auto'`` -> CUDA when there is a GPU, else the CPU."""
+    if device is None or str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {device!r}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was asked for, but PyTorch sees no GPU; use 'auto' or 'cpu'")
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {str(device)!r}")
+    return device
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _update(model, optimizer, x, y, clip_norm: float) -> torch.Tensor:
+    """One step: clear gradients, forward, loss, backward, clip, Adam update."""
+    optimizer.zero_grad(set_to_none=True)
+    logits, _ = model(x)
+    loss = answer_loss(logits, y)
+    loss.backward()
+    # Rescales all gradients together when their L2 norm exceeds clip_norm;
+    # a NaN or inf norm raises instead of silently poisoning the weights.
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm, error_if_nonfinite=True)
+    optimizer.step()
+    return loss
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How many steps each group trains, and why."""
+
+    requested_steps: int
+    steps: int
+    seconds_per_step: float | None
+    projected_seconds: float | None
+    limit_seconds: float
+    groups: int
+    reason: str
+
+    @property
+    def lowered(self) -> bool:
+        return self.steps < self.requested_steps
+
+
+def plan_budget(seconds_per_step: float, config: TrainConfig, groups: int = 3) -> Budget:
+    """Full budget unless the projected time of all groups is over the limit;
+    then every group's steps are lowered alike, to a multiple of ``eval_every``."""
+    projected = seconds_per_step * config.steps * groups
+    if projected <= config.time_limit_seconds:
+        return Budget(config.steps, config.steps, seconds_per_step, projected,
+                      config.time_limit_seconds, groups,
+                      f"projected {projected:.0f} s for {groups} groups is within the "
+                      f"{config.time_limit_seconds:.0f} s limit: full {config.steps} steps")
+    affordable = config.time_limit_seconds / (seconds_per_step * groups)
+    steps = max(config.eval_every, int(affordable // config.eval_every) * config.eval_every)
+    return Budget(config.steps, steps, seconds_per_step, projected, config.time_limit_seconds,
+                  groups,
+                  f"projected {projected:.0f} s for {groups} groups is over the "
+                  f"{config.time_limit_seconds:.0f} s limit: every group lowered to {steps} steps")
+
+
+def speed_test(train_inputs, train_labels, config: TrainConfig, device, groups: int = 3,
+               clock=time.perf_counter) -> Budget:
+    """Time ``speed_test_steps`` updates of a throw-away model, then plan the budget.
+
+    The throw-away model is seeded apart from the real ones and discarded, so
+    these steps never count towards any group's training.
+    """
+    device = resolve_device(device)
+    model = make_model(seed=config.seed + 1, device=device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    generator = torch.Generator().manual_seed(config.batch_seed + 1)
+    batches = torch.randint(train_inputs.size(0), (config.speed_test_steps + 1, config.batch_size),
+                            generator=generator)
+    x_all, y_all = train_inputs.to(device), train_labels.to(device)
+    _update(model, optimizer, x_all[batches[0]], y_all[batches[0]], config.clip_norm)  # warm-up
+    _sync(device)
+    start = clock()
+    for idx in batches[1:]:
+        _update(model, optimizer, x_all[idx], y_all[idx], config.clip_norm)
+    _sync(device)
+    seconds_per_step = (clock() - start) / config.speed_test_steps
+    return plan_budget(seconds_per_step, config, groups)
+
+
+def progress_enabled(progress: bool | None) -> bool:
+    """``None`` -> on, unless the environment variable ``REVFORMER_PROGRESS=0``."""
+    if progress is None:
+        return os.environ.get("REVFORMER_PROGRESS", "1") not in ("0", "false", "no")
+    return bool(progress)
+
+
+@dataclass
+class TrainResult:
+    """A trained model and its record."""
+
+    model: torch.nn.Module
+    history: list = field(default_factory=list)  # (step, train_loss, val_loss)
+    seconds: float = 0.0
+    steps: int = 0
+
+
+def train_model(model, train_inputs, train_labels, val_inputs, val_labels, schedule,
+                config: TrainConfig | None = None, progress: bool | None = None,
+                description: str = "training") -> TrainResult:
+    """Adam on the shared ``schedule``, whole-set losses every ``eval_every`` steps.
+
+    ``schedule`` is ``[steps,batch]`` training indices (see ``batch_schedule``).
+    Records step 0 (before any update) and every ``eval_every`` steps after.
+    """
+    config = config or TrainConfig()
+    if schedule.dim() != 2 or schedule.size(0) % config.eval_every != 0:
+        raise ValueError(
+            f"schedule must be [steps,batch] with steps a multiple of {config.eval_every}, "
+            f"got {list(schedule.shape)}"
+        )
+    device = next(model.parameters()).device
+    x_all, y_all = train_inputs.to(device), train_labels.to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    history = [(0, evaluate_loss(model, x_all, y_all), evaluate_loss(model, val_inputs, val_labels))]
+    model.train()
+    from tqdm.auto import tqdm  # imported here: the notebook flavour needs ipywidgets
+
+    start = time.perf_counter()
+    bar = tqdm(total=schedule.size(0), desc=description, disable=not progress_enabled(progress),
+               leave=False, dynamic_ncols=True)
+    try:
+        schedule = schedule.to(device)
+        for step, idx in enumerate(schedule, start=1):
+            _update(model, optimizer, x_all[idx], y_all[idx], config.clip_norm)
+            bar.update(1)
+            if step % config.eval_every == 0:
+                row = (step, evaluate_loss(model, x_all, y_all),
+                       evaluate_loss(model, val_inputs, val_labels))
+                if not all(math.isfinite(v) for v in row[1:]):
+                    raise FloatingPointError(f"loss became non-finite at step {step}: {row}")
+                history.append(row)
+                bar.set_postfix(train=f"{row[1]:.4f}", val=f"{row[2]:.4f}")
+    finally:
+        bar.close()
+    _sync(device)
+    model.eval()
+    return TrainResult(model, history, time.perf_counter() - start, schedule.size(0))

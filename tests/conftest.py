@@ -1,0 +1,33 @@
+import os
+
+import pytest
+import torch
+
+from revformer.config import DataConfig, ExperimentConfig, TrainConfig
+
+
+@pytest.fixture(autouse=True)
+def _deterministic():
+    torch.manual_seed(0)
+    yield
+
+
+@pytest.fixture
+def small_config():
+    """A configuration small enough to train in a couple of seconds."""
+    return ExperimentConfig(
+        train=TrainConfig(steps=100, eval_every=25),
+        data=DataConfig(train_size=1024, val_size=256, test_size=64),
+    )
+
+
+@pytest.fixture(scope="session")
+def reproduction(tmp_path_factory):
+    """The full reproduction, once per test session; trained models come from
+    $REVFORMER_CACHE when the Makefile sets it (shared with the book build)."""
+    from revformer.artifacts import reproduce
+
+    out = tmp_path_factory.mktemp("reproduce")
+    cache = os.environ.get("REVFORMER_CACHE") or tmp_path_factory.mktemp("cache")
+    experiment = reproduce(out, device="cpu", cache_dir=cache, progress=False)
+    return experiment, out

@@ -1,0 +1,101 @@
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from revformer.attention import MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("heads, length", [(1, 1), (4, 14), (2, 7), (8, 15)])
+@pytest.mark.parametrize("causal", [True, False])
+def test_matches_pytorch_reference(seed, heads, length, causal):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(3, heads, length, 16, generator=g, dtype=torch.float64) for _ in range(3))
+    out, weights = scaled_dot_product_attention(q, k, v, causal=causal)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    assert out.shape == (3, heads, length, 16) and weights.shape == (3, heads, length, length)
+    torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_gradients_match_reference():
+    g = torch.Generator().manual_seed(3)
+    base = [torch.randn(2, 4, 14, 16, generator=g, dtype=torch.float64) for _ in range(3)]
+    probe = torch.randn(2, 4, 14, 16, generator=g, dtype=torch.float64)
+    ours = [t.clone().requires_grad_() for t in base]
+    theirs = [t.clone().requires_grad_() for t in base]
+    (scaled_dot_product_attention(*ours)[0] * probe).sum().backward()
+    (F.scaled_dot_product_attention(*theirs, is_causal=True) * probe).sum().backward()
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-10, atol=1e-12)
+
+
+def test_rows_sum_to_one_and_future_is_exactly_zero():
+    q, k, v = (torch.randn(2, 4, 14, 16) for _ in range(3))
+    _, weights = scaled_dot_product_attention(q, k, v, causal=True)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 4, 14))
+    future = torch.ones(14, 14, dtype=torch.bool).triu(1)
+    assert torch.count_nonzero(weights[..., future]) == 0
+    assert (weights[..., ~future] > 0).all()  # the past and the diagonal stay readable
+    _, open_weights = scaled_dot_product_attention(q, k, v, causal=False)
+    assert torch.count_nonzero(open_weights[..., future]) == future.sum() * 8
+
+
+def test_hand_example():
+    q = k = torch.eye(2).reshape(1, 1, 2, 2)
+    v = torch.tensor([[10.0, 0.0], [0.0, 20.0]]).reshape(1, 1, 2, 2)
+    out, weights = scaled_dot_product_attention(q, k, v, causal=True)
+    assert weights[0, 0, 0].tolist() == [1.0, 0.0]
+    assert out[0, 0, 0].tolist() == [10.0, 0.0]
+    e = math.exp(1 / math.sqrt(2))
+    torch.testing.assert_close(weights[0, 0, 1], torch.tensor([1 / (1 + e), e / (1 + e)]))
+    assert [round(x, 3) for x in weights[0, 0, 1].tolist()] == [0.330, 0.670]
+    assert [round(x, 3) for x in out[0, 0, 1].tolist()] == [3.302, 13.395]
+
+
+def test_mask_is_upper_triangle_without_diagonal():
+    m = causal_mask(5)
+    assert m.dtype == torch.bool and not m.diagonal().any()
+    assert m[0, 1] and not m[1, 0] and int(m.sum()) == 10
+
+
+@pytest.mark.parametrize("heads", [1, 4])
+@pytest.mark.parametrize("causal", [True, False])
+def test_module_matches_nn_multihead_attention(heads, causal):
+    torch.manual_seed(heads)
+    ours = MultiHeadSelfAttention(64, heads, causal=causal).double()
+    ref = torch.nn.MultiheadAttention(64, heads, batch_first=True).double()
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight]))
+        ref.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]))
+        ref.out_proj.weight.copy_(ours.out_proj.weight)
+        ref.out_proj.bias.copy_(ours.out_proj.bias)
+    x = torch.randn(2, 14, 64, dtype=torch.float64)
+    out, weights = ours(x)
+    mask = causal_mask(14) if causal else None
+    ref_out, ref_weights = ref(x, x, x, attn_mask=mask, need_weights=True, average_attn_weights=False)
+    assert out.shape == (2, 14, 64) and weights.shape == (2, heads, 14, 14)
+    torch.testing.assert_close(out, ref_out, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(weights, ref_weights, rtol=1e-10, atol=1e-12)
+
+
+def test_module_override_of_mask_per_call():
+    attention = MultiHeadSelfAttention(64, 4, causal=True)
+    x = torch.randn(1, 6, 64)
+    _, on = attention(x)
+    _, off = attention(x, causal=False)
+    assert torch.count_nonzero(on.triu(1)) == 0 and torch.count_nonzero(off.triu(1)) > 0
+
+
+@pytest.mark.parametrize("d_model, heads", [(64, 3), (64, 0), (64, -4), (0, 4), (64, 2.0)])
+def test_module_rejects_bad_sizes(d_model, heads):
+    with pytest.raises(ValueError):
+        MultiHeadSelfAttention(d_model, heads)
+
+
+def test_bad_shapes_rejected():
+    with pytest.raises(ValueError, match="same shape"):
+        scaled_dot_product_attention(torch.randn(1, 1, 3, 4), torch.randn(1, 1, 3, 4), torch.randn(1, 1, 3, 5))
+    with pytest.raises(ValueError, match=r"\[B,T,64\]"):
+        MultiHeadSelfAttention()(torch.randn(2, 14, 32))

@@ -1,0 +1,167 @@
+import csv
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from revformer import cli
+from revformer.analysis import reversal_key
+from revformer.artifacts import ARTIFACTS
+from revformer.config import GROUP_NAMES, TrainConfig
+from revformer.experiment import load_experiment
+from revformer.files import atomic_path, read_csv, write_json
+from revformer.model import count_parameters
+
+
+def _read(out, name):
+    return read_csv(out / name)
+
+
+def test_reproduction_writes_every_artifact(reproduction):
+    _, out = reproduction
+    assert sorted(p.name for p in out.iterdir()) == sorted(ARTIFACTS)
+    config = json.loads((out / "config.json").read_text())
+    for section in ("task", "model", "train", "data", "budget", "environment"):
+        assert section in config
+    assert {config["data"][k] for k in ("train_size", "val_size", "test_size")} and config["data"]["test_size"] == 512
+    assert set(config["environment"]) >= {"python", "torch", "numpy", "matplotlib", "device"}
+    assert config["budget"]["steps"] == 600 and config["budget"]["seconds_per_step"] > 0
+
+
+def test_artifacts_agree_with_each_other(reproduction):
+    experiment, out = reproduction
+    full = _read(out, "losses_full.csv")
+    ablation_losses = _read(out, "losses_ablation.csv")
+    assert [r["step"] for r in full] == [str(s) for s in range(0, 601, 50)]
+    assert [{k: r[k] for k in ("step", "train_loss", "val_loss")} for r in ablation_losses
+            if r["group"] == "four_heads"] == full
+    ablation = {r["group"]: r for r in _read(out, "ablation.csv")}
+    assert list(ablation) == list(GROUP_NAMES)
+    for name, row in ablation.items():
+        last = [r for r in ablation_losses if r["group"] == name][-1]
+        assert row["train_loss"] == last["train_loss"] and row["val_loss"] == last["val_loss"]
+        assert int(row["parameters"]) == 69_709
+    assert ablation["one_head"]["num_heads"] == "1" and ablation["no_mask"]["causal"] == "False"
+
+    predictions = _read(out, "predictions.csv")
+    assert len(predictions) == 512 and [int(r["index"]) for r in predictions] == list(range(512))
+    right = sum(int(r["sequence_correct"]) for r in predictions) / 512
+    digits = sum(int(r["digits_correct"]) for r in predictions) / (512 * 6)
+    assert right == pytest.approx(float(ablation["four_heads"]["sequence_accuracy"]))
+    assert digits == pytest.approx(float(ablation["four_heads"]["digit_accuracy"]))
+    for r in predictions[:50]:
+        assert r["target"] == r["prompt"][::-1]
+        tokens = r["prediction"].split(" ")
+        assert len(tokens) == 7
+        assert int(r["digits_correct"]) == sum(a == b for a, b in zip(tokens[:6], r["target"]))
+
+    npz = np.load(out / "attention_sample0.npz")
+    assert sorted(npz.files) == sorted(["tokens", *GROUP_NAMES, "four_heads_mask_off"])
+    tokens = npz["tokens"]
+    assert tokens.shape == (14,) and "".join(map(str, tokens[1:7])) == predictions[0]["prompt"]
+    assert npz["four_heads"].shape == (2, 4, 14, 14) and npz["one_head"].shape == (2, 1, 14, 14)
+    assert np.count_nonzero(np.triu(npz["four_heads"], 1)) == 0
+    assert np.count_nonzero(np.triu(npz["no_mask"], 1)) > 0
+    assert np.count_nonzero(np.triu(npz["four_heads_mask_off"], 1)) > 0
+
+    stats = _read(out, "head_stats.csv")
+    assert len(stats) == 2 * 4 + 2 * 1 + 2 * 4
+    for r in stats:
+        w = npz[r["group"]][int(r["layer"]), int(r["head"])]
+        rev = np.mean([w[q, reversal_key(q)] for q in range(7, 13)])
+        nxt = np.mean([w[q, q + 1] for q in range(7, 13)])
+        assert float(r["reversal_weight"]) == pytest.approx(rev, abs=1e-6)
+        assert float(r["next_answer_weight"]) == pytest.approx(nxt, abs=1e-6)
+
+    toggle = json.loads((out / "mask_toggle.json").read_text())
+    assert toggle["prefix_max_change_mask_on"] == 0.0
+    assert toggle["prefix_max_change_mask_off"] > 1e-3
+    assert 0.0 <= toggle["sequence_accuracy_mask_off"] <= 1.0
+
+
+def test_the_experiment_succeeds(reproduction):
+    """The issue's bar: the full model reverses the test set, and its first layer
+    (layer 0 in code) reads the reversal positions of sample 0."""
+    experiment, out = reproduction
+    assert experiment.scores("four_heads").sequence_accuracy >= 0.99
+    stats = [r for r in _read(out, "head_stats.csv") if r["group"] == "four_heads" and r["layer"] == "0"]
+    assert np.mean([float(r["reversal_weight"]) for r in stats]) >= 0.90
+    assert all(count_parameters(run.model) == 69_709 for run in experiment.runs.values())
+
+
+def test_groups_are_what_their_names_say(small_config, tmp_path):
+    exp = load_experiment(small_config, device="cpu", cache_dir=tmp_path, progress=False)
+    assert list(exp.runs) == list(GROUP_NAMES)
+    heads = {name: run.model.blocks[0].attention.num_heads for name, run in exp.runs.items()}
+    causal = {name: run.model.blocks[1].attention.causal for name, run in exp.runs.items()}
+    assert heads == {"four_heads": 4, "one_head": 1, "no_mask": 4}
+    assert causal == {"four_heads": True, "one_head": True, "no_mask": False}
+    assert all([r[0] for r in run.history] == [0, 25, 50, 75, 100] for run in exp.runs.values())
+
+
+def test_cache_hit_gives_identical_results(small_config, tmp_path):
+    first = load_experiment(small_config, device="cpu", cache_dir=tmp_path, groups=["four_heads"], progress=False)
+    second = load_experiment(small_config, device="cpu", cache_dir=tmp_path, groups=["four_heads"], progress=False)
+    assert not first.run().from_cache and second.run().from_cache
+    assert second.run().history == first.run().history
+    for a, b in zip(first.model().state_dict().values(), second.model().state_dict().values()):
+        assert torch.equal(a, b)
+    assert "loaded from the cache" in second.budget.reason
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign"])
+def test_damaged_or_foreign_cache_is_reported_and_rebuilt(small_config, tmp_path, capsys, damage):
+    first = load_experiment(small_config, device="cpu", cache_dir=tmp_path, progress=False)
+    path = next(tmp_path.glob("four_heads-*.pt"))
+    if damage == "garbage":
+        path.write_bytes(b"not a checkpoint")
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[:1000])
+    else:
+        shutil.copy(next(tmp_path.glob("one_head-*.pt")), path)
+    capsys.readouterr()
+    again = load_experiment(small_config, device="cpu", cache_dir=tmp_path, progress=False)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and path.name in err[0] and "retraining" in err[0]
+    assert not again.run("four_heads").from_cache and again.run("one_head").from_cache
+    assert again.run("four_heads").history == first.run("four_heads").history
+    # the rebuilt file is good again
+    third = load_experiment(small_config, device="cpu", cache_dir=tmp_path, progress=False)
+    assert third.run("four_heads").from_cache and capsys.readouterr().err == ""
+
+
+def test_slow_machine_lowers_every_group_alike(small_config, tmp_path):
+    import dataclasses
+
+    config = dataclasses.replace(small_config, train=dataclasses.replace(small_config.train, time_limit_seconds=1e-9))
+    exp = load_experiment(config, device="cpu", cache_dir=tmp_path, progress=False)
+    assert exp.budget.lowered and exp.budget.steps == config.train.eval_every
+    assert all(run.steps == config.train.eval_every for run in exp.runs.values())
+    record = exp.config_record()["budget"]
+    assert record["lowered"] and "lowered" in record["reason"]
+
+
+def test_atomic_write_leaves_nothing_half_written(tmp_path):
+    target = tmp_path / "result.json"
+    write_json(target, {"ok": 1})
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_path(target) as tmp:
+            tmp.write_text('{"half')
+            raise KeyboardInterrupt
+    assert json.loads(target.read_text()) == {"ok": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
+
+
+def test_unknown_group_and_device(small_config, tmp_path):
+    with pytest.raises(ValueError, match="unknown group"):
+        load_experiment(small_config, device="cpu", cache_dir=tmp_path, groups=["two_heads"])
+    with pytest.raises(ValueError, match="device"):
+        load_experiment(small_config, device="tpu", cache_dir=tmp_path)
+
+
+def test_cli_reports_bad_device(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["reproduce", "--out", "x", "--device", "tpu"])
+    assert "invalid choice" in capsys.readouterr().err

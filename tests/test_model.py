@@ -1,0 +1,98 @@
+import pytest
+import torch
+
+from revformer.config import ModelConfig
+from revformer.data import encode, split_inputs_labels
+from revformer.model import count_parameters, make_model
+from revformer.train import answer_loss
+
+
+def test_parameter_counts():
+    model = make_model()
+    assert count_parameters(model) == 69_709
+    block = model.blocks[0]
+    assert count_parameters(block) == 33_472
+    assert count_parameters(block.attention) == 16_640
+    assert count_parameters(block.ffn) == 16_576
+    assert count_parameters(block.norm1) + count_parameters(block.norm2) == 256
+    assert count_parameters(make_model(num_heads=1)) == count_parameters(make_model(causal=False)) == 69_709
+
+
+def test_same_seed_same_values_whatever_heads():
+    a, b, c = make_model(4, seed=42), make_model(1, seed=42), make_model(4, seed=42, causal=False)
+    for (name, x), y, z in zip(a.state_dict().items(), b.state_dict().values(), c.state_dict().values()):
+        assert torch.equal(x, y) and torch.equal(x, z), name
+    d = make_model(4, seed=43)
+    assert not torch.equal(a.lm_head.weight, d.lm_head.weight)
+
+
+def test_initialisation():
+    model = make_model()
+    weights = torch.cat([model.token_embedding.weight.flatten(), model.blocks[0].ffn.fc1.weight.flatten(),
+                         model.blocks[1].attention.q_proj.weight.flatten()])
+    assert abs(weights.std().item() - 0.02) < 0.001 and abs(weights.mean().item()) < 0.001
+    assert all((m.bias == 0).all() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    assert (model.final_norm.weight == 1).all()
+
+
+def test_forward_shapes():
+    model = make_model()
+    ids = torch.randint(0, 13, (3, 14))
+    logits, weights = model(ids)
+    assert logits.shape == (3, 14, 13)
+    assert len(weights) == 2 and all(w.shape == (3, 4, 14, 14) for w in weights)
+    assert make_model(num_heads=1)(ids)[1][0].shape == (3, 1, 14, 14)
+    with pytest.raises(ValueError, match="longer than the position table"):
+        model(torch.zeros(1, 16, dtype=torch.long))
+
+
+@pytest.mark.parametrize("k", [0, 5, 7, 12])
+def test_future_changes_leave_past_logits_unchanged(k):
+    model = make_model()
+    ids = torch.randint(0, 13, (4, 14))
+    changed = ids.clone()
+    changed[:, k + 1:] = (changed[:, k + 1:] + 1) % 13
+    a, wa = model(ids)
+    b, wb = model(changed)
+    assert torch.equal(a[:, : k + 1], b[:, : k + 1])
+    assert not torch.allclose(a[:, k + 1:], b[:, k + 1:])
+    # without the mask, the past does change: every layer reads the future
+    c, _ = model(ids, causal=False)
+    d, _ = model(changed, causal=False)
+    assert not torch.allclose(c[:, : k + 1], d[:, : k + 1])
+
+
+def test_mask_reaches_every_layer():
+    model = make_model(causal=False)
+    _, weights = model(torch.randint(0, 13, (2, 14)), causal=True)
+    assert all(torch.count_nonzero(w.triu(1)) == 0 for w in weights)
+
+
+def test_prompt_embeddings_receive_gradients():
+    model = make_model()
+    inputs, labels = split_inputs_labels(torch.tensor([encode((3, 1, 4, 2, 0, 5))]))
+    logits, _ = model(inputs)
+    answer_loss(logits, labels).backward()
+    grad = model.token_embedding.weight.grad
+    # digit 4 appears only in the prompt inputs (position 3) and in the answer
+    # input (position 11); BOS (10) appears only in the prompt and has no label
+    assert grad[10].abs().sum() > 0
+    assert model.position_embedding.weight.grad[1:7].abs().sum(dim=1).gt(0).all()
+
+
+def test_loss_mean_over_supervised_targets():
+    labels = torch.tensor([[-100] * 7 + [5, 0, 2, 4, 1, 3, 12]])
+    logits = torch.full((1, 14, 13), -1e4)
+    logits[0, torch.arange(14), labels[0].clamp(min=0)] = 0.0
+    logits[0, torch.arange(14), (labels[0].clamp(min=0) + 1) % 13] = 0.0  # two classes share p = 0.5
+    loss = answer_loss(logits, labels)
+    assert abs(loss.item() - 0.6931) < 1e-3  # the mean, not the sum 4.852
+    logits[0, :7] = torch.randn(7, 13) * 100  # prompt positions do not count
+    assert abs(answer_loss(logits, labels).item() - loss.item()) < 1e-6
+
+
+def test_bad_model_config():
+    with pytest.raises(ValueError, match="divisible"):
+        ModelConfig(num_heads=3)
+    with pytest.raises(ValueError, match="positive"):
+        make_model(num_heads=0)
