@@ -8,7 +8,6 @@ STAMP := $(VENV)/.installed
 # Trained models are cached here, so the book and the tests train each group once.
 export REVFORMER_CACHE ?= $(CURDIR)/_build/revformer-cache
 export REVFORMER_PROGRESS ?= 0
-export MPLBACKEND ?= Agg
 
 .PHONY: book test install clean
 
@@ -19,11 +18,16 @@ $(STAMP): requirements.txt code/pyproject.toml
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
+DOWNLOADS := _build/site-extra/downloads
+
 book: $(STAMP)
-	$(PY) -m revformer reproduce --out _build/artifacts --quiet
+	$(PY) -m revformer reproduce --out $(DOWNLOADS) --quiet
+	mkdir -p $(DOWNLOADS)/notebooks
+	cp book/*.ipynb $(DOWNLOADS)/notebooks/
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
-test: $(STAMP)
+# The tests check the built site too, so the book is built first.
+test: book
 	$(PY) -m pytest
 
 clean:

@@ -38,6 +38,16 @@ def dedupe_scripts(app, pagename, templatename, context, doctree):
     scripts[:] = unique
 
 
+def default_light_mode(app, config):
+    """pydata-sphinx-theme writes ``dataset.mode = stored || ""`` and then logs a
+    console error for the empty mode on a reader's first visit; give it a valid
+    default instead."""
+    context = dict(config.html_context or {})
+    context.setdefault("default_mode", "light")
+    config.html_context = context
+
+
 def setup(app):
+    app.connect("config-inited", default_light_mode)
     app.connect("html-page-context", dedupe_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

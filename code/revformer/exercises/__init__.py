@@ -1,0 +1,64 @@
+"""Checkers for the chapters' try-it-yourself exercises.
+
+Each checker takes the reader's function, runs it on a few cases against
+the package's own implementation, and prints what is right and, for what is
+wrong, what the symptom means ("your labels are not shifted: ..."). A checker
+never raises on a wrong or unfinished answer, so a chapter that shows the
+unfinished exercise still runs top to bottom; it returns True only when
+every case passes.
+
+Modules, one exercise topic each, add their checkers on ``Checker``.
+"""
+from __future__ import annotations
+
+import traceback
+
+
+class Unfinished(Exception):
+    """The reader's function still raises ``NotImplementedError``."""
+
+
+class Checker:
+    """Collects the result of each case of one exercise and prints a report."""
+
+    def __init__(self, title: str):
+        self.title = title
+        self.lines: list[str] = []
+        self.passed = True
+
+    def expect(self, condition: bool, good: str, bad: str) -> bool:
+        """Record one case: ``good`` when ``condition`` holds, else the diagnosis ``bad``."""
+        condition = bool(condition)
+        self.lines.append(("  ok    " if condition else "  WRONG ") + (good if condition else bad))
+        self.passed &= condition
+        return condition
+
+    def call(self, fn, *args, **kwargs):
+        """Run the reader's ``fn``; an exception becomes a recorded failure and ``Unfinished``."""
+        try:
+            return fn(*args, **kwargs)
+        except NotImplementedError:
+            self.passed = False
+            self.lines.append("  TODO  the function still raises NotImplementedError: fill it in.")
+            raise Unfinished from None
+        except Exception as error:  # the reader's bug, reported rather than raised
+            self.passed = False
+            where = traceback.extract_tb(error.__traceback__)[-1]
+            self.lines.append(f"  ERROR {type(error).__name__}: {error} (line {where.lineno})")
+            raise Unfinished from None
+
+    def report(self) -> bool:
+        verdict = "all checks passed" if self.passed else "not yet: see the lines marked above"
+        print(f"{self.title}: {verdict}")
+        print("\n".join(self.lines))
+        return self.passed
+
+
+def run(title: str, body) -> bool:
+    """Run ``body(checker)``, stop at an unfinished or crashing answer, print the report."""
+    checker = Checker(title)
+    try:
+        body(checker)
+    except Unfinished:
+        pass
+    return checker.report()

@@ -1,0 +1,162 @@
+"""Check questions that the page grades itself, with no kernel and no network.
+
+``choice(...)`` and ``number(...)`` return objects that notebooks display as
+one self-contained block of HTML and JavaScript: the question, the answer
+and the feedback inline, nothing loaded from anywhere. The same output works
+in the built book, in Colab and in Jupyter.
+
+Text may mark code with backticks (`` `labels` ``); everything else is
+escaped, so a question can never inject markup.
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+from dataclasses import dataclass
+
+_STYLE = """<style>
+.rf-quiz{border:1px solid #8a8a8a;border-radius:6px;padding:.7em 1em;margin:1em 0;max-width:46em}
+.rf-quiz p{margin:.3em 0}.rf-quiz label{display:block;margin:.25em 0;cursor:pointer}
+.rf-quiz button{margin-top:.4em;padding:.2em .9em;cursor:pointer}
+.rf-quiz input[type=text]{width:9em;padding:.15em .3em}
+.rf-quiz-feedback{font-weight:600;min-height:1.3em}
+.rf-quiz-feedback.rf-right{color:#1a7f37}.rf-quiz-feedback.rf-wrong{color:#b42318}
+</style>"""
+
+_SCRIPT = """<script>
+(function () {
+  var root = document.getElementById(%(id)s);
+  if (!root || root.dataset.ready) { return; }
+  root.dataset.ready = "1";
+  var data = JSON.parse(root.querySelector("script.rf-quiz-data").textContent);
+  var out = root.querySelector(".rf-quiz-feedback");
+  function say(right, text) {
+    out.className = "rf-quiz-feedback " + (right ? "rf-right" : "rf-wrong");
+    out.textContent = text;
+  }
+  root.querySelector("button.rf-quiz-check").addEventListener("click", function () {
+    if (data.kind === "choice") {
+      var picked = root.querySelector("input[type=radio]:checked");
+      if (!picked) { say(false, "Pick an answer first."); return; }
+      var i = Number(picked.value);
+      if (i === data.answer) { say(true, "Correct. " + data.explanation); }
+      else { say(false, "Not quite. " + (data.feedback[i] || "Read the question again and retry.")); }
+    } else {
+      var raw = root.querySelector("input[type=text]").value.trim().replace(",", ".");
+      var value = Number(raw);
+      if (raw === "" || !isFinite(value)) { say(false, "Type a number, for example 0.5."); return; }
+      if (Math.abs(value - data.answer) <= data.tolerance) { say(true, "Correct. " + data.explanation); }
+      else { say(false, "Not quite: " + raw + " is " + (value < data.answer ? "too small" : "too large") +
+                 ". " + data.hint); }
+    }
+  });
+})();
+</script>"""
+
+
+def _inline(text: str) -> str:
+    """Escape ``text`` and turn `backticks` into <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(str(text)))
+
+
+def _plain(text: str) -> str:
+    """Feedback is shown as plain text: drop the backticks."""
+    return str(text).replace("`", "")
+
+
+def _identity(*parts) -> str:
+    return "rfq-" + hashlib.sha1(json.dumps(parts, default=str).encode()).hexdigest()[:12]
+
+
+def _render(quiz_id: str, question: str, body: str, data: dict) -> str:
+    payload = json.dumps(data).replace("</", "<\\/")  # cannot close the script early
+    return (
+        f'{_STYLE}<div class="rf-quiz" id="{quiz_id}" data-kind="{data["kind"]}">'
+        f'<p class="rf-quiz-q"><strong>Question.</strong> {_inline(question)}</p>{body}'
+        '<button type="button" class="rf-quiz-check">Check</button>'
+        '<p class="rf-quiz-feedback" role="status" aria-live="polite"></p>'
+        f'<script type="application/json" class="rf-quiz-data">{payload}</script></div>'
+        + _SCRIPT % {"id": json.dumps(quiz_id)}
+    )
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A multiple-choice question; ``answer`` is the index of the right option."""
+
+    question: str
+    options: tuple
+    answer: int
+    explanation: str
+    feedback: tuple
+
+    def _repr_html_(self) -> str:
+        quiz_id = _identity(self.question, self.options)
+        body = '<div role="radiogroup">' + "".join(
+            f'<label><input type="radio" name="{quiz_id}" value="{i}"> {_inline(option)}</label>'
+            for i, option in enumerate(self.options)
+        ) + "</div>"
+        data = {"kind": "choice", "answer": self.answer, "explanation": _plain(self.explanation),
+                "feedback": [_plain(f) for f in self.feedback]}
+        return _render(quiz_id, self.question, body, data)
+
+    def __repr__(self) -> str:  # what a plain console shows
+        lines = [self.question] + [f"  ({chr(97 + i)}) {o}" for i, o in enumerate(self.options)]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Number:
+    """A question whose answer is a number, accepted within ``tolerance``."""
+
+    question: str
+    answer: float
+    tolerance: float
+    explanation: str
+    hint: str
+
+    def _repr_html_(self) -> str:
+        quiz_id = _identity(self.question, self.answer)
+        body = (f'<p><label>Your answer: <input type="text" inputmode="decimal" '
+                f'aria-label="your answer" name="{quiz_id}"></label></p>')
+        data = {"kind": "number", "answer": self.answer, "tolerance": self.tolerance,
+                "explanation": _plain(self.explanation), "hint": _plain(self.hint)}
+        return _render(quiz_id, self.question, body, data)
+
+    def __repr__(self) -> str:
+        return f"{self.question}\n  (answer with a number)"
+
+
+def choice(question: str, options, answer: int, explanation: str, feedback=None) -> Choice:
+    """A graded multiple-choice question.
+
+    ``feedback`` optionally gives, per option, what a reader who picked it
+    misunderstood; it is shown when that wrong option is checked.
+    """
+    options = tuple(str(o) for o in options)
+    if len(options) < 2:
+        raise ValueError(f"a multiple-choice question needs at least 2 options, got {len(options)}")
+    if isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < len(options):
+        raise ValueError(f"answer must be the index of an option, 0 to {len(options) - 1}, got {answer!r}")
+    feedback = tuple(str(f) for f in (feedback or [""] * len(options)))
+    if len(feedback) != len(options):
+        raise ValueError(f"feedback needs one entry per option ({len(options)}), got {len(feedback)}")
+    if not str(question).strip() or not str(explanation).strip():
+        raise ValueError("question and explanation must not be empty")
+    return Choice(str(question), options, answer, str(explanation), feedback)
+
+
+def number(question: str, answer: float, tolerance: float, explanation: str,
+           hint: str = "Check the formula above and retry.") -> Number:
+    """A graded question whose answer is a number, right within ``tolerance``."""
+    try:
+        answer, tolerance = float(answer), float(tolerance)
+    except (TypeError, ValueError):
+        raise ValueError(f"answer and tolerance must be numbers, got {answer!r} and {tolerance!r}") from None
+    if not tolerance >= 0:
+        raise ValueError(f"tolerance must be zero or positive, got {tolerance!r}")
+    if not str(question).strip() or not str(explanation).strip():
+        raise ValueError("question and explanation must not be empty")
+    return Number(str(question), answer, tolerance, str(explanation), str(hint))

@@ -1,0 +1,102 @@
+"""Every built page in headless Chromium with the network cut off: no console
+error, math typeset, graded questions give the right feedback."""
+import functools
+import http.server
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from book_facts import HTML, chapter_files, page
+
+CHROMIUM = Path("/usr/bin/chromium")
+PAGES = ["book/intro", *chapter_files(), "book/glossary"]
+
+
+@pytest.fixture(scope="module")
+def site():
+    if not (HTML / "index.html").exists():
+        pytest.fail("no built book in _build/html: run `make book` first (`make test` does)")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(HTML))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists() and not shutil.which("chromium"):
+        pytest.fail("Chromium is not installed (/usr/bin/chromium): the browser tests cannot run. "
+                    "Install it with `apt-get install -y chromium` (.ci/run does this).")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM if CHROMIUM.exists() else shutil.which("chromium")),
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run"])
+        yield browser
+        browser.close()
+
+
+def open_page(browser, site, name):
+    context = browser.new_context()
+    tab = context.new_page()
+    errors, outside = [], []
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+
+    def route(r):
+        if r.request.url.startswith(site):
+            r.continue_()
+        else:  # the network is cut: anything outside the site is refused and recorded
+            outside.append(r.request.url)
+            r.abort()
+
+    tab.route("**/*", route)
+    tab.goto(f"{site}/{name}.html", wait_until="load")
+    if tab.locator(".math").count():
+        tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise"
+                              " && document.querySelectorAll('mjx-container').length > 0", timeout=20000)
+    tab.wait_for_timeout(200)
+    return context, tab, errors, outside
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_in_a_browser(browser, site, name):
+    assert page(name).exists(), name
+    context, tab, errors, outside = open_page(browser, site, name)
+    try:
+        maths = tab.locator(".math").count()
+        if maths:
+            assert tab.locator("mjx-container").count() >= maths, "math left untypeset"
+            assert tab.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
+        for quiz in tab.locator(".rf-quiz").all():
+            data = json.loads(quiz.locator("script.rf-quiz-data").text_content())
+            feedback = quiz.locator(".rf-quiz-feedback")
+            check = quiz.locator("button.rf-quiz-check")
+            if data["kind"] == "choice":
+                wrong = (data["answer"] + 1) % quiz.locator("input[type=radio]").count()
+                quiz.locator("input[type=radio]").nth(wrong).check()
+                check.click()
+                assert "rf-wrong" in feedback.get_attribute("class")
+                assert feedback.text_content().startswith("Not quite")
+                quiz.locator("input[type=radio]").nth(data["answer"]).check()
+            else:
+                quiz.locator("input[type=text]").fill(str(data["answer"] + 10 * data["tolerance"] + 1))
+                check.click()
+                assert "rf-wrong" in feedback.get_attribute("class")
+                quiz.locator("input[type=text]").fill(str(data["answer"]))
+            check.click()
+            assert "rf-right" in feedback.get_attribute("class")
+            assert feedback.text_content().startswith("Correct")
+        assert errors == [], f"console errors: {errors}"
+        assert outside == [], f"requests outside the site: {outside}"
+    finally:
+        context.close()
+

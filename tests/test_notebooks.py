@@ -1,0 +1,88 @@
+"""Notebook hygiene: what every chapter must be before it is built."""
+import ast
+import re
+
+import pytest
+
+from book_facts import (EXERCISE_CHAPTERS, REPO_URL, ROOT, chapter_files, chapter_number, load_notebook,
+                        python_of, revformer_public_names, source, toc_files)
+
+CHAPTERS = chapter_files()
+
+
+def test_toc_lists_fifteen_chapters_in_order():
+    assert [chapter_number(f) for f in CHAPTERS] == list(range(1, 16))
+    for name in toc_files():
+        assert (ROOT / f"{name}.ipynb").exists() or (ROOT / f"{name}.md").exists(), name
+    assert "book/glossary" in toc_files() and toc_files()[0] == "book/intro"
+
+
+def test_every_chapter_notebook_is_listed():
+    on_disk = {f"book/{p.stem}" for p in (ROOT / "book").glob("*.ipynb")}
+    assert on_disk == set(CHAPTERS)
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_committed_outputs(name):
+    for cell in load_notebook(name)["cells"]:
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None, source(cell)[:80]
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_colab_metadata_and_setup_cell(name):
+    nb = load_notebook(name)
+    assert nb["metadata"]["accelerator"] == "GPU"
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    first = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    text = source(first)
+    assert f'REPO_URL = "{REPO_URL}"' in text, "the setup cell must name the repository of _config.yml"
+    assert '"google.colab" in sys.modules' in text and "#subdirectory=code" in text
+    assert "remove-cell" in first["metadata"].get("tags", [])
+    # the setup cell installs only the package: Colab already has torch, numpy, matplotlib
+    assert re.findall(r'"-m", "pip", "install", "-q",\s*f"git\+\{REPO_URL\}#subdirectory=code"', text)
+
+
+def test_readme_names_the_same_repository():
+    assert f"git+{REPO_URL}#subdirectory=code" in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_chapter_uses_revformer_and_redefines_none_of_it(name):
+    public = revformer_public_names()
+    defined, imports = set(), False
+    for cell in load_notebook(name)["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        tree = ast.parse(python_of(cell))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                defined.add(node.name)
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                imports |= any(m.startswith("revformer") for m in mods)
+    assert imports, "a chapter imports revformer"
+    assert not defined & public, f"redefines revformer names: {sorted(defined & public)}"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_chapter_shape(name):
+    cells = load_notebook(name)["cells"]
+    first = source(cells[0])
+    number = chapter_number(name)
+    assert cells[0]["cell_type"] == "markdown" and first.startswith(f"# {number}. ")
+    assert "After this chapter you can" in first
+    text = [source(c) for c in cells]
+    check = next(i for i, c in enumerate(cells)
+                 if c["cell_type"] == "markdown" and "## Check your understanding" in source(c))
+    after = cells[check:]
+    answers = sum(source(c).count("<summary>") for c in after if c["cell_type"] == "markdown")
+    assert answers >= 3, "at least three questions with hidden answers"
+    graded = [c for c in after if c["cell_type"] == "code" and re.search(r"\b(choice|number)\(", source(c))]
+    assert graded and all("remove-input" in c["metadata"].get("tags", []) for c in graded)
+    for c in cells:
+        if c["cell_type"] == "code" and "plt.show()" in source(c):
+            assert c["metadata"].get("mystnb", {}).get("image", {}).get("alt"), "a figure without alt text"
+    if number in EXERCISE_CHAPTERS:
+        assert any("## Try it yourself" in t for t in text)
+        assert any(re.search(r"\bcheck_\w+\(", t) for t in text)

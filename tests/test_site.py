@@ -1,0 +1,117 @@
+"""The built HTML book (`make book` writes _build/html; `make test` builds it first)."""
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from book_facts import (FIGURE_CHAPTERS, HTML, REPO_URL, chapter_files, chapter_number, page, toc_files)
+
+CHAPTERS = chapter_files()
+DOWNLOADS = ["config.json", "losses_full.csv", "losses_ablation.csv", "ablation.csv", "predictions.csv",
+             "attention_sample0.npz", "head_stats.csv", "mask_toggle.json"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _built():
+    if not (HTML / "index.html").exists():
+        pytest.fail("no built book in _build/html: run `make book` first (`make test` does)")
+
+
+class Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def tags(path: Path):
+    parser = Tags()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser.tags
+
+
+def all_pages():
+    return sorted(p for p in HTML.rglob("*.html") if "_static" not in p.parts)
+
+
+def test_every_toc_page_was_built():
+    for name in toc_files():
+        assert page(name).exists(), name
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_launch_links(name):
+    owner_repo = urlsplit(REPO_URL).path.strip("/")
+    hrefs = [a.get("href", "") for t, a in tags(page(name)) if t == "a"]
+    assert f"https://colab.research.google.com/github/{owner_repo}/blob/main/{name}.ipynb" in hrefs
+    assert any(h.startswith(f"https://mybinder.org/v2/gh/{owner_repo}/main") and name in unquote(h)
+               for h in hrefs)
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_check_section_hidden_answers_and_graded_question(name):
+    html = page(name).read_text(encoding="utf-8")
+    start = html.index('id="check-your-understanding"')
+    section = html[start:]
+    assert section.count("<details") >= 3 and "<details open" not in section
+    assert 'class="rf-quiz"' in section and "rf-quiz-data" in section
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_figures_have_alt_text(name):
+    images = [a for t, a in tags(page(name)) if t == "img" and "_images/" in a.get("src", "")]
+    if chapter_number(name) in FIGURE_CHAPTERS:
+        assert images, "this chapter must show a figure"
+    for attrs in images:
+        assert len(attrs.get("alt", "").strip()) > 20, f"figure {attrs['src']} lacks alt text"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_error_stderr_or_frozen_widget(name):
+    html = page(name).read_text(encoding="utf-8")
+    assert "Traceback (most recent call last)" not in html
+    for marker in ('class="output stderr"', 'class="output traceback"', "output_error",
+                   "application/vnd.jupyter.widget-view+json", "widget-view"):
+        assert marker not in html, marker
+
+
+def test_nothing_is_loaded_from_outside_the_site():
+    for path in all_pages():
+        for tag, attrs in tags(path):
+            urls = []
+            if tag in ("script", "img", "iframe", "source", "video", "audio", "embed"):
+                urls.append(attrs.get("src"))
+            if tag == "link" and attrs.get("rel") not in ("canonical",):
+                urls.append(attrs.get("href"))
+            for url in filter(None, urls):
+                assert not re.match(r"^(https?:)?//", url), f"{path.name} loads {url}"
+        text = path.read_text(encoding="utf-8")
+        assert "THEBE_JS_URL" not in text and "sphinx-thebe.js" not in text, path.name
+        assert not re.search(r"@import\s+url\(['\"]?(https?:)?//", text), path.name
+    assert (HTML / "_static" / "mathjax" / "tex-chtml.js").exists()
+
+
+def test_every_local_link_resolves():
+    for path in all_pages():
+        for tag, attrs in tags(path):
+            url = attrs.get("href") if tag in ("a", "link") else attrs.get("src") if tag in ("img", "script") else None
+            if not url or re.match(r"^([a-z]+:|//|#)", url):
+                continue
+            target = (path.parent / unquote(urlsplit(url).path)).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            assert target.exists(), f"{path.relative_to(HTML)} links to missing {url}"
+
+
+def test_downloads_are_linked_from_the_introduction():
+    hrefs = {a.get("href") for t, a in tags(page("book/intro")) if t == "a"}
+    for name in DOWNLOADS:
+        assert f"../downloads/{name}" in hrefs, name
+        assert (HTML / "downloads" / name).stat().st_size > 0
+    for name in CHAPTERS:
+        notebook = f"../downloads/notebooks/{name.split('/')[-1]}.ipynb"
+        assert notebook in hrefs and (HTML / notebook[3:]).exists()
