@@ -24,7 +24,7 @@ book: $(STAMP)
 	$(PY) -m revformer reproduce --out $(DOWNLOADS) --quiet
 	mkdir -p $(DOWNLOADS)/notebooks
 	cp book/*.ipynb $(DOWNLOADS)/notebooks/
-	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	REVFORMER_STATIC_BUILD=1 $(VENV)/bin/jupyter-book build . -W -n --keep-going
 
 # The tests check the built site too, so the book is built first.
 test: book

@@ -71,7 +71,7 @@ def _identity(*parts) -> str:
 
 
 def _render(quiz_id: str, question: str, body: str, data: dict) -> str:
-    payload = json.dumps(data).replace("</", "<\\/")  # cannot close the script early
+    payload = json.dumps(data).replace("<", "\\u003c")  # no markup, cannot close the script
     return (
         f'{_STYLE}<div class="rf-quiz" id="{quiz_id}" data-kind="{data["kind"]}">'
         f'<p class="rf-quiz-q"><strong>Question.</strong> {_inline(question)}</p>{body}'
