@@ -55,6 +55,8 @@ def revformer_public_names() -> set[str]:
 
     names = set()
     for info in pkgutil.walk_packages(revformer.__path__, "revformer."):
+        if info.name.endswith("__main__"):  # importing it would run the command line
+            continue
         module = importlib.import_module(info.name)
         tree = ast.parse(Path(module.__file__).read_text())
         for node in tree.body:

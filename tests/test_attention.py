@@ -99,3 +99,14 @@ def test_bad_shapes_rejected():
         scaled_dot_product_attention(torch.randn(1, 1, 3, 4), torch.randn(1, 1, 3, 4), torch.randn(1, 1, 3, 5))
     with pytest.raises(ValueError, match=r"\[B,T,64\]"):
         MultiHeadSelfAttention()(torch.randn(2, 14, 32))
+
+
+def test_mask_first_built_during_inference_can_train():
+    causal_mask.cache_clear()
+    attention = MultiHeadSelfAttention(16, 2)
+    x = torch.randn(1, 23, 16)
+    with torch.inference_mode():
+        attention(x)  # the first use of a length-23 mask is an evaluation
+    out, _ = attention(x)
+    out.sum().backward()  # and training can still use the cached mask
+    assert attention.q_proj.weight.grad is not None

@@ -20,8 +20,11 @@ def causal_mask(size: int, device: torch.device | str = "cpu") -> torch.Tensor:
     The diagonal stays False: position i already holds its own token and
     predicts the token at i+1, so reading itself leaks nothing. The mask is
     built once per length and device and reused (it is never written to).
+    It is built outside inference mode even when first asked for during an
+    evaluation, so that training can use the same tensor afterwards.
     """
-    return torch.ones(size, size, dtype=torch.bool, device=device).triu(diagonal=1)
+    with torch.inference_mode(False):
+        return torch.ones(size, size, dtype=torch.bool, device=device).triu(diagonal=1)
 
 
 def scaled_dot_product_attention(q, k, v, causal: bool = True):

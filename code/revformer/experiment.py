@@ -238,15 +238,68 @@ def _train_group(config: ExperimentConfig, group: Group, splits: Splits, schedul
     return Run(group, result.model, result.history, result.seconds, result.steps)
 
 
+def _train_in_worker(config: ExperimentConfig, name: str, steps: int, threads: int) -> dict:
+    """One group trained in a worker process on the CPU; returns plain data to pickle."""
+    torch.set_num_threads(threads)
+    splits = make_splits(config.data, config.task)
+    schedule = batch_schedule(splits.train.size(0), config.train)[:steps]
+    run = _train_group(config, find_group(name), splits, schedule, torch.device("cpu"), progress=False)
+    return {"state_dict": run.model.state_dict(), "history": run.history,
+            "seconds": run.train_seconds, "steps": run.steps}
+
+
+def parallel_workers(missing: int, device: torch.device, parallel: bool | None) -> int:
+    """How many worker processes train the missing groups: 0 means in this process.
+
+    On a CPU with at least two cores, groups train side by side, one process
+    each (each with its share of the cores): a model this small keeps one
+    core busier than two threads can share one step. ``parallel=None`` follows
+    ``REVFORMER_PARALLEL`` (``0`` turns it off).
+    """
+    if parallel is None:
+        parallel = os.environ.get("REVFORMER_PARALLEL", "1") not in ("0", "false", "no")
+    cores = os.cpu_count() or 1
+    if not parallel or device.type != "cpu" or missing < 2 or cores < 2:
+        return 0
+    return min(missing, cores)
+
+
+def _train_parallel(config, groups, steps, workers, progress) -> dict:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from tqdm.auto import tqdm
+
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    runs = {}
+    # spawn, not fork: a forked child of a process that already ran PyTorch's
+    # thread pool can hang; spawned workers start clean.
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {g.name: pool.submit(_train_in_worker, config, g.name, steps, threads) for g in groups}
+        bar = tqdm(total=len(groups), desc=f"training {len(groups)} groups in {workers} processes",
+                   disable=not progress_enabled(progress), leave=False)
+        for g in groups:
+            result = futures[g.name].result()
+            model = make_model(g.num_heads, config.train.seed, g.causal, config.model)
+            model.load_state_dict(result["state_dict"])
+            runs[g.name] = Run(g, model.eval(), [tuple(r) for r in result["history"]],
+                               result["seconds"], result["steps"])
+            bar.update(1)
+        bar.close()
+    return runs
+
+
 def load_experiment(config: ExperimentConfig | None = None, device="auto", cache_dir=None,
                     groups=GROUP_NAMES, progress: bool | None = None,
-                    always_speed_test: bool = False) -> Experiment:
+                    always_speed_test: bool = False, parallel: bool | None = None) -> Experiment:
     """Trained groups from the cache, training those that are missing.
 
     The full budget is used from the cache when every asked group is there.
     Otherwise the speed test runs first and, if the projected time of all
     three groups is over the limit, every group trains (or loads) the lowered
-    budget alike.
+    budget alike. Missing groups train side by side in worker processes on a
+    multi-core CPU (see ``parallel_workers``), with the same results as one
+    after another.
     """
     config = config or ExperimentConfig()
     device = resolve_device(device)
@@ -272,11 +325,14 @@ def load_experiment(config: ExperimentConfig | None = None, device="auto", cache
         if budget.steps != full:
             found = cached(budget.steps)
     schedule = batch_schedule(train_x.size(0), config.train)[: budget.steps]
+    missing = [g for g in chosen if found[g.name][1] is None]
+    workers = parallel_workers(len(missing), device, parallel)
+    trained = _train_parallel(config, missing, budget.steps, workers, progress) if workers else {}
     runs = {}
     for g in chosen:
         key, run = found[g.name]
         if run is None:
-            run = _train_group(config, g, splits, schedule, device, progress)
+            run = trained.get(g.name) or _train_group(config, g, splits, schedule, device, progress)
             _save_cached(_cache_path(cache_dir, g, key), key, run)
         runs[g.name] = run
     return Experiment(config, splits, device, budget, runs)
