@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 export REVFORMER_CACHE ?= $(CURDIR)/_build/revformer-cache
 export REVFORMER_PROGRESS ?= 0
 
-.PHONY: book test install clean
+.PHONY: book test bench install clean
 
 install: $(STAMP)
 
@@ -29,6 +29,11 @@ book: $(STAMP)
 # The tests check the built site too, so the book is built first.
 test: book
 	$(PY) -m pytest
+
+# The speed benchmark (issue figures): reproduction against PyTorch's own
+# layers, training steps, the book's build times, the floor, peak memory.
+bench: $(STAMP)
+	$(PY) -m revformer bench --book --out _build/bench.json
 
 clean:
 	rm -rf _build

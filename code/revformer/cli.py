@@ -1,4 +1,10 @@
-"""Command line: ``python -m revformer reproduce --out DIR [--device auto|cpu|cuda] [--quiet]``."""
+"""Command line.
+
+``python -m revformer reproduce --out DIR [--device auto|cpu|cuda] [--quiet]``
+trains (or loads) the three groups and writes the eight result files;
+``python -m revformer bench [--rounds N] [--book] [--out FILE]`` runs the
+speed benchmark (see ``revformer.bench``).
+"""
 from __future__ import annotations
 
 import argparse
@@ -14,10 +20,16 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--cache", default=None,
                      help="folder of cached trained models (default: $REVFORMER_CACHE or ~/.cache/revformer)")
     rep.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
+    commands.add_parser("bench", help="the speed benchmark (python -m revformer bench --help)", add_help=False)
     return parser
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:
+        from .bench import main as bench
+
+        return bench(argv[1:])
     args = build_parser().parse_args(argv)
     from .artifacts import reproduce  # torch is imported only when a command needs it
 
