@@ -1,0 +1,142 @@
+"""Chapter 4's exercise: attention weights from queries and keys, no mask.
+
+The reader writes ``my_attention_weights(q, k)``: ``q`` and ``k`` are
+``[B,H,T,Dh]``, the result is ``softmax(q k^T / sqrt(Dh))`` along the keys,
+``[B,H,T,T]``. ``check_attention_weights`` runs it on a few cases, compares
+it with the package's ``scaled_dot_product_attention`` and, when it differs,
+names the usual mistake: no scaling, scaling by ``Dh`` instead of its square
+root, the softmax over the queries, the transpose on the wrong tensor.
+"""
+from __future__ import annotations
+
+import math
+import textwrap
+
+import torch
+
+from ..attention import scaled_dot_product_attention
+from . import Checker, Unfinished, run
+
+_TITLE = "check_attention_weights"
+# (batch, heads, positions, head width): T, Dh and H all differ, so a result
+# of the wrong shape says which axis went wrong.
+_CASES = ((2, 3, 5, 16), (1, 4, 14, 4))
+
+
+def _wrap(text: str) -> str:
+    """Fold a long diagnosis so that it reads without scrolling, under its marker."""
+    return textwrap.fill(text, width=72, subsequent_indent=" " * 8, break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def _expect(checker: Checker, condition, good: str, bad: str) -> bool:
+    return checker.expect(condition, _wrap(good), _wrap(bad))
+
+
+def _reference(q, k):
+    return scaled_dot_product_attention(q, k, k, causal=False)[1]  # [B,H,T,T]
+
+
+def _variants(q, k):
+    """Weights of the usual mistakes, with what each one means."""
+    dh, t = q.size(-1), q.size(-2)
+    raw = q @ k.transpose(-2, -1)  # [B,H,T,T]
+    scaled = raw / math.sqrt(dh)
+    return (
+        (torch.softmax(raw, dim=-1),
+         f"the scores were not scaled: divide q k^T by sqrt(Dh) = {math.sqrt(dh):g} before the softmax"),
+        (torch.softmax(raw / dh, dim=-1),
+         f"the scores were divided by Dh = {dh}; divide by its square root, sqrt(Dh) = {math.sqrt(dh):g}"),
+        (torch.softmax(raw * math.sqrt(dh), dim=-1),
+         f"the scores were multiplied by sqrt(Dh) = {math.sqrt(dh):g}; divide by it instead"),
+        (torch.softmax(raw / math.sqrt(t), dim=-1),
+         f"the scores were divided by sqrt(T) = sqrt({t}), the number of positions; "
+         f"Dh is the last axis of q, q.size(-1) = {dh}"),
+        (torch.softmax(scaled.transpose(-2, -1), dim=-1),
+         "you computed k q^T: row i then belongs to key i. Rows must be queries and "
+         "columns keys: q @ k.transpose(-2, -1)"),
+        (torch.softmax(scaled, dim=-2),
+         "the softmax ran over the queries (dim -2): each column sums to 1, not each row. "
+         "Use dim=-1, the keys"),
+    )
+
+
+def _sums_to_one(weights, dim):
+    return torch.allclose(weights.sum(dim), torch.ones(()), atol=1e-4)
+
+
+def _shape_diagnosis(got, q) -> str:
+    b, h, t, dh = q.shape
+    shape = list(got.shape)
+    if shape == [b, h, dh, dh]:
+        return (f"got shape {shape} = [B,H,Dh,Dh]: the transpose is on the wrong tensor "
+                "(q^T k). Use q @ k.transpose(-2, -1)")
+    if shape == [b, h, t, dh]:
+        return (f"got shape {shape} = [B,H,T,Dh], the shape of q: return the weights "
+                "[B,H,T,T], one row per query and one column per key")
+    return (f"got shape {shape}, expected [B,H,T,T] = {[b, h, t, t]}: transpose only the "
+            "last two axes of k, k.transpose(-2, -1)")
+
+
+def _check_case(checker: Checker, fn, shape, seed) -> bool:
+    generator = torch.Generator().manual_seed(seed)
+    # A spread of 2 makes the scores large enough that every mistake changes the weights.
+    q, k = (2.0 * torch.randn(*shape, generator=generator) for _ in range(2))
+    q_in, k_in = q.clone(), k.clone()
+    try:
+        got = checker.call(fn, q_in, k_in)
+    except Unfinished:
+        if "ERROR" in checker.lines[-1]:
+            checker.lines.append(_wrap("  HINT  q and k are [B,H,T,Dh]: transpose only their last two "
+                                       "axes, k.transpose(-2, -1) (k.T reverses all four)"))
+        raise
+    b, h, t, dh = shape
+    where = f"q, k {list(shape)}"
+    if not isinstance(got, torch.Tensor):
+        return _expect(checker, False, "", f"returned {type(got).__name__}, not a tensor"
+                              + (": is the `return` missing?" if got is None else ""))
+    if not (torch.equal(q_in, q) and torch.equal(k_in, k)):
+        return _expect(checker, False, "", "q or k was changed in place (an operation ending in _, "
+                                         "or /=): compute new tensors instead")
+    if not _expect(checker, list(got.shape) == [b, h, t, t],
+                          f"{where} -> weights {[b, h, t, t]}, [B,H,T,T]",
+                          f"{where} = [B,H,T,Dh]: " + _shape_diagnosis(got, q)):
+        return False
+    got = got.detach().to("cpu", torch.float32)
+    expected = _reference(q, k)
+    if torch.allclose(got, expected, atol=1e-5, rtol=1e-4):
+        return _expect(checker, True, f"rows sum to 1, equal to softmax(q k^T / sqrt({dh})) "
+                                    "along the keys", "")
+    for weights, meaning in _variants(q, k):
+        if torch.allclose(got, weights, atol=1e-5, rtol=1e-4):
+            return _expect(checker, False, "", f"{where}: {meaning}")
+    if not torch.isfinite(got).all():
+        return _expect(checker, False, "", f"{where}: some weights are NaN or infinite")
+    if not _sums_to_one(got, -1):
+        sums = {0: "the batch", 1: "the heads", -2: "the queries"}
+        for dim, name in sums.items():
+            if _sums_to_one(got, dim):
+                return _expect(checker, False, "", f"{where}: the weights sum to 1 over {name} (dim {dim}), "
+                                                 "not along each row: use softmax(..., dim=-1), the keys")
+        return _expect(checker, False, "", f"{where}: the rows do not sum to 1: is the softmax missing, "
+                                         "or over the wrong axis? It must run along the keys, dim=-1")
+    gap = (got - expected).abs().max().item()
+    return _expect(checker, False, "", f"{where}: each row sums to 1, but the weights differ from "
+                                     f"softmax(q k^T / sqrt({dh})) by up to {gap:.3g}")
+
+
+def check_attention_weights(fn) -> bool:
+    """Check ``fn(q, k) -> softmax(q k^T / sqrt(Dh), dim=-1)`` on ``[B,H,T,Dh]`` inputs.
+
+    Prints one line per check and, for a wrong answer, what the symptom
+    means; never raises. Returns True when every case passes.
+    """
+    def body(checker):
+        for seed, shape in enumerate(_CASES):
+            if not _check_case(checker, fn, shape, seed):
+                return
+
+    return run(_TITLE, body)
+
+
+__all__ = ["check_attention_weights"]
