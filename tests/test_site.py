@@ -120,7 +120,7 @@ def test_downloads_are_linked_from_the_introduction():
 @pytest.mark.parametrize("name", ["book/10_heatmaps", "book/11_mask_off", "book/12_ablations"])
 def test_explorers_are_inline_and_small(name):
     html = page(name).read_text(encoding="utf-8")
-    blocks = re.findall(r'<div class="rf-explorer".*?</script>\s*<script>.*?</script>', html, re.S)
+    blocks = re.findall(r'<div class="rf-explorer".*?</div>\s*<script>.*?</script>', html, re.S)
     assert blocks, "the chapter carries a static attention explorer"
     for block in blocks:
         assert len(block.encode()) < 150_000
