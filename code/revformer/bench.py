@@ -37,7 +37,7 @@ from .config import GROUPS, ExperimentConfig
 from .data import EOS, IGNORE_INDEX, PROMPT_LEN, SEQ_LEN, make_splits, split_inputs_labels
 from .files import write_json
 from .model import count_parameters, init_weights, make_model
-from .train import _update, batch_schedule
+from .train import _update, batch_schedule, make_optimizer
 
 TARGETS = {
     "reproduction_ratio": 0.5,
@@ -125,24 +125,37 @@ def reference_reproduction(config: ExperimentConfig | None = None) -> dict:
     return {"seconds": time.perf_counter() - start, "groups": results}
 
 
+def _pss_bytes(pid: int) -> int:
+    """Proportional set size: private pages plus each shared page divided by its sharers."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 def _tree_rss_bytes(pid: int) -> int:
-    """Resident memory of a process and all its descendants (Linux /proc)."""
+    """Memory of a process and all its descendants (Linux /proc).
+
+    Summed as PSS, so that the shared libraries that every worker process maps
+    (PyTorch's among them) count once, not once per process, as a plain sum of
+    resident sizes would.
+    """
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-            rss[int(entry.name)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+            children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry.name))
         except (OSError, ValueError, IndexError):
             continue
     total, stack = 0, [pid]
     while stack:
         p = stack.pop()
-        total += rss.get(p, 0)
+        try:
+            total += _pss_bytes(p)
+        except OSError:  # the process ended meanwhile
+            pass
         stack.extend(children.get(p, []))
     return total
 
@@ -217,7 +230,7 @@ def step_times(steps: int = 100, rounds: int = 2) -> dict:
             for kind in ("ours", "reference"):
                 if kind == "ours":
                     model = make_model(group.num_heads, 42, group.causal)
-                    optimizer = torch.optim.Adam(model.parameters(), lr=config.train.learning_rate)
+                    optimizer = make_optimizer(model, config.train.learning_rate)
 
                     def step(idx):
                         _update(model, optimizer, x[idx], y[idx], 1.0)

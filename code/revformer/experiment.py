@@ -251,17 +251,19 @@ def _train_in_worker(config: ExperimentConfig, name: str, steps: int, threads: i
 def parallel_workers(missing: int, device: torch.device, parallel: bool | None) -> int:
     """How many worker processes train the missing groups: 0 means in this process.
 
-    On a CPU with at least two cores, groups train side by side, one process
-    each (each with its share of the cores): a model this small keeps one
-    core busier than two threads can share one step. ``parallel=None`` follows
-    ``REVFORMER_PARALLEL`` (``0`` turns it off).
+    On a CPU with at least two cores, every missing group trains in its own
+    process, each with an equal share of the cores (at least one thread): a
+    model this small keeps one thread busier than two threads can share one
+    step, so three single-threaded processes on two cores finish sooner than
+    three groups one after another with two threads each. ``parallel=None``
+    follows ``REVFORMER_PARALLEL`` (``0`` turns it off).
     """
     if parallel is None:
         parallel = os.environ.get("REVFORMER_PARALLEL", "1") not in ("0", "false", "no")
     cores = os.cpu_count() or 1
     if not parallel or device.type != "cpu" or missing < 2 or cores < 2:
         return 0
-    return min(missing, cores)
+    return missing
 
 
 def _train_parallel(config, groups, steps, workers, progress) -> dict:

@@ -27,12 +27,14 @@ def answer_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     )
 
 
-def evaluate_loss(model, inputs, labels, batch_size: int = 4096) -> float:
+def evaluate_loss(model, inputs, labels, batch_size: int = 512) -> float:
     """Mean cross-entropy over every supervised target of a whole set.
 
     In ``eval()`` mode (dropout off) and without building a graph
     (``inference_mode``): the two switches do different jobs. The model's
-    train/eval mode is restored afterwards.
+    train/eval mode is restored afterwards. Batches of 512 keep each layer's
+    activations in the processor's cache, which is faster here than one
+    huge batch.
     """
     was_training = model.training
     model.eval()
@@ -81,6 +83,19 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def make_optimizer(model, learning_rate: float) -> torch.optim.Optimizer:
+    """Adam over all parameters, in PyTorch's fused form where this build has one.
+
+    The fused form updates every tensor in one pass instead of a dozen small
+    operations per tensor: the same algorithm with less overhead. Older
+    PyTorch builds without it for the device fall back to the plain Adam.
+    """
+    try:
+        return torch.optim.Adam(model.parameters(), lr=learning_rate, fused=True)
+    except (RuntimeError, TypeError):
+        return torch.optim.Adam(model.parameters(), lr=learning_rate)
 
 
 def _update(model, optimizer, x, y, clip_norm: float) -> torch.Tensor:
@@ -139,7 +154,7 @@ def speed_test(train_inputs, train_labels, config: TrainConfig, device, groups: 
     """
     device = resolve_device(device)
     model = make_model(seed=config.seed + 1, device=device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    optimizer = make_optimizer(model, config.learning_rate)
     generator = torch.Generator().manual_seed(config.batch_seed + 1)
     batches = torch.randint(train_inputs.size(0), (config.speed_test_steps + 1, config.batch_size),
                             generator=generator)
@@ -187,7 +202,7 @@ def train_model(model, train_inputs, train_labels, val_inputs, val_labels, sched
         )
     device = next(model.parameters()).device
     x_all, y_all = train_inputs.to(device), train_labels.to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    optimizer = make_optimizer(model, config.learning_rate)
     history = [(0, evaluate_loss(model, x_all, y_all), evaluate_loss(model, val_inputs, val_labels))]
     model.train()
     from tqdm.auto import tqdm  # imported here: the notebook flavour needs ipywidgets
