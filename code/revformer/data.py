@@ -61,7 +61,8 @@ def encode(digits) -> list[int]:
     return [BOS] + values + [SEP] + values[::-1] + [EOS]
 
 
-def _check_token_batch(tensor, width: int, name: str) -> None:
+def check_token_batch(tensor, width: int, name: str) -> None:
+    """Raise ``ValueError`` unless ``tensor`` is an integer ``[B,width]`` tensor."""
     if not isinstance(tensor, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
     if tensor.dim() != 2 or tensor.size(1) != width:
@@ -77,7 +78,7 @@ def split_inputs_labels(full: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
     position i is the token at i+1. The first 7 labels (prompt positions 0-6)
     are set to -100 so the loss ignores them.
     """
-    _check_token_batch(full, FULL_LEN, "full")
+    check_token_batch(full, FULL_LEN, "full")
     inputs = full[:, :-1].long().contiguous()  # [B,14]
     labels = full[:, 1:].long().clone()  # [B,14]
     labels[:, : PROMPT_LEN - 1] = IGNORE_INDEX

@@ -10,17 +10,12 @@ from dataclasses import dataclass
 
 import torch
 
-from .data import BOS, EOS, PROMPT_LEN, SEP, SEQ_LEN
+from .data import BOS, EOS, PROMPT_LEN, SEP, SEQ_LEN, check_token_batch
 
 
 def check_prompts(prompts) -> None:
     """Raise ``ValueError`` unless ``prompts`` is ``[B,8]`` of ``BOS d0..d5 SEP``."""
-    if not isinstance(prompts, torch.Tensor):
-        raise ValueError(f"prompts must be a torch.Tensor, got {type(prompts).__name__}")
-    if prompts.dim() != 2 or prompts.size(1) != PROMPT_LEN:
-        raise ValueError(f"prompts must have shape [B,{PROMPT_LEN}], got {list(prompts.shape)}")
-    if prompts.dtype.is_floating_point or prompts.dtype.is_complex or prompts.dtype == torch.bool:
-        raise ValueError(f"prompts must hold integer token ids, got dtype {prompts.dtype}")
+    check_token_batch(prompts, PROMPT_LEN, "prompts")
     if prompts.size(0) == 0:
         raise ValueError("prompts is empty: expected at least one row")
     if not bool((prompts[:, 0] == BOS).all()):

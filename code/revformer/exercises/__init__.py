@@ -62,3 +62,14 @@ def run(title: str, body) -> bool:
     except Unfinished:
         pass
     return checker.report()
+
+
+def run_cases(title: str, cases, check_case, fn) -> bool:
+    """Run ``check_case(checker, fn, case, seed)`` for each case, stopping at the
+    first that fails (later cases would only repeat the diagnosis)."""
+    def body(checker):
+        for seed, case in enumerate(cases):
+            if not check_case(checker, fn, case, seed):
+                return
+
+    return run(title, body)

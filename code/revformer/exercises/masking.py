@@ -14,7 +14,7 @@ import textwrap
 import torch
 
 from ..attention import causal_mask
-from . import Checker, Unfinished, run
+from . import Checker, Unfinished, run_cases
 
 _TITLE = "check_masked_weights"
 _CASES = ((2, 3, 5), (1, 4, 14))  # (batch, heads, positions)
@@ -125,12 +125,7 @@ def check_masked_weights(fn) -> bool:
     Prints one line per check and, for a wrong answer, what the symptom
     means; never raises. Returns True when every case passes.
     """
-    def body(checker):
-        for seed, shape in enumerate(_CASES):
-            if not _check_case(checker, fn, shape, seed):
-                return
-
-    return run(_TITLE, body)
+    return run_cases(_TITLE, _CASES, _check_case, fn)
 
 
 __all__ = ["check_masked_weights"]

@@ -15,7 +15,7 @@ import textwrap
 import torch
 
 from ..attention import scaled_dot_product_attention
-from . import Checker, Unfinished, run
+from . import Checker, Unfinished, run_cases
 
 _TITLE = "check_attention_weights"
 # (batch, heads, positions, head width): T, Dh and H all differ, so a result
@@ -131,12 +131,7 @@ def check_attention_weights(fn) -> bool:
     Prints one line per check and, for a wrong answer, what the symptom
     means; never raises. Returns True when every case passes.
     """
-    def body(checker):
-        for seed, shape in enumerate(_CASES):
-            if not _check_case(checker, fn, shape, seed):
-                return
-
-    return run(_TITLE, body)
+    return run_cases(_TITLE, _CASES, _check_case, fn)
 
 
 __all__ = ["check_attention_weights"]
