@@ -169,6 +169,37 @@ def test_parallel_training_matches_sequential(small_config, tmp_path):
         assert torch.equal(sequential.generated(name), parallel.generated(name))
 
 
+def test_parallel_training_from_a_script_without_a_main_guard(small_config, tmp_path):
+    """Workers are subprocesses that never re-import the caller's script."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from revformer.config import ExperimentConfig\n"
+        "from revformer.experiment import load_experiment\n"
+        f"config = ExperimentConfig.from_dict({small_config.to_dict()!r})\n"
+        f"exp = load_experiment(config, device='cpu', cache_dir={str(tmp_path / 'cache')!r}, "
+        "progress=False, parallel=True)\n"
+        "print('groups', sorted(exp.runs), exp.scores().sequence_accuracy >= 0)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "groups ['four_heads', 'no_mask', 'one_head'] True" in done.stdout
+    assert len(list((tmp_path / "cache").glob("*.pt"))) == 3
+
+
+def test_config_round_trip_and_refusal(small_config):
+    from revformer.config import ExperimentConfig
+
+    assert ExperimentConfig.from_dict(small_config.to_dict()) == small_config
+    with pytest.raises(ValueError, match="not an experiment configuration"):
+        ExperimentConfig.from_dict({"task": {}, "model": {}})
+    record = small_config.to_dict()
+    record["train"]["steps"] = 0
+    with pytest.raises(ValueError, match="steps"):
+        ExperimentConfig.from_dict(record)
+
+
 def test_atomic_write_leaves_nothing_half_written(tmp_path):
     target = tmp_path / "result.json"
     write_json(target, {"ok": 1})

@@ -178,6 +178,15 @@ class ExperimentConfig:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, record: dict) -> "ExperimentConfig":
+        """The inverse of ``to_dict`` (extra keys, such as ``config.json``'s, are refused)."""
+        try:
+            return cls(task=TaskConfig(**record["task"]), model=ModelConfig(**record["model"]),
+                       train=TrainConfig(**record["train"]), data=DataConfig(**record["data"]))
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"not an experiment configuration: {error}") from None
+
 
 @dataclass(frozen=True)
 class Group:

@@ -238,14 +238,21 @@ def _train_group(config: ExperimentConfig, group: Group, splits: Splits, schedul
     return Run(group, result.model, result.history, result.seconds, result.steps)
 
 
-def _train_in_worker(config: ExperimentConfig, name: str, steps: int, threads: int) -> dict:
-    """One group trained in a worker process on the CPU; returns plain data to pickle."""
-    torch.set_num_threads(threads)
+def train_into_cache(config: ExperimentConfig, name: str, steps: int, cache_dir) -> Path:
+    """Train one group on the CPU and write it to its cache file; return the path.
+
+    What a worker process runs (``python -m revformer.worker``); the parent
+    then loads the file like any other cache hit, key checked.
+    """
+    g = find_group(name)
+    device = torch.device("cpu")
     splits = make_splits(config.data, config.task)
     schedule = batch_schedule(splits.train.size(0), config.train)[:steps]
-    run = _train_group(config, find_group(name), splits, schedule, torch.device("cpu"), progress=False)
-    return {"state_dict": run.model.state_dict(), "history": run.history,
-            "seconds": run.train_seconds, "steps": run.steps}
+    run = _train_group(config, g, splits, schedule, device, progress=False)
+    key = cache_key(config, g, steps, device)
+    path = _cache_path(Path(cache_dir), g, key)
+    _save_cached(path, key, run)
+    return path
 
 
 def parallel_workers(missing: int, device: torch.device, parallel: bool | None) -> int:
@@ -266,28 +273,51 @@ def parallel_workers(missing: int, device: torch.device, parallel: bool | None) 
     return missing
 
 
-def _train_parallel(config, groups, steps, workers, progress) -> dict:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+def _train_parallel(config, groups, steps, workers, cache_dir, progress) -> dict:
+    """Train ``groups`` side by side, one worker process each, and load what they wrote.
+
+    Workers are plain subprocesses (``python -m revformer.worker``), not
+    ``multiprocessing``: they never re-import the caller's main script, so a
+    script without an ``if __name__ == "__main__"`` guard works too, and they
+    start clean rather than as forks of a process whose thread pool is running.
+    """
+    import subprocess
 
     from tqdm.auto import tqdm
 
     threads = max(1, (os.cpu_count() or 1) // workers)
-    runs = {}
-    # spawn, not fork: a forked child of a process that already ran PyTorch's
-    # thread pool can hang; spawned workers start clean.
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {g.name: pool.submit(_train_in_worker, config, g.name, steps, threads) for g in groups}
-        bar = tqdm(total=len(groups), desc=f"training {len(groups)} groups in {workers} processes",
-                   disable=not progress_enabled(progress), leave=False)
-        for g in groups:
-            result = futures[g.name].result()
-            model = make_model(g.num_heads, config.train.seed, g.causal, config.model)
-            model.load_state_dict(result["state_dict"])
-            runs[g.name] = Run(g, model.eval(), [tuple(r) for r in result["history"]],
-                               result["seconds"], result["steps"])
+    package_root = str(Path(__file__).resolve().parents[1])  # importable however this one was
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), REVFORMER_PROGRESS="0",
+               PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
+    spec = json.dumps(config.to_dict())
+    procs = {g.name: subprocess.Popen(
+        [sys.executable, "-m", "revformer.worker", "--config", spec, "--group", g.name,
+         "--steps", str(steps), "--threads", str(threads), "--cache", str(cache_dir)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for g in groups}
+    bar = tqdm(total=len(groups), desc=f"training {len(groups)} groups in {workers} processes",
+               disable=not progress_enabled(progress), leave=False)
+    failures = []
+    try:
+        for name, proc in procs.items():
+            out, err = proc.communicate()
+            if proc.returncode != 0:
+                failures.append(f"{name}: exit {proc.returncode}: {(err or out).strip()[-800:]}")
             bar.update(1)
+    finally:
         bar.close()
+        for proc in procs.values():  # an interrupted parent leaves no worker behind
+            if proc.poll() is None:
+                proc.kill()
+    if failures:
+        raise RuntimeError("training in worker processes failed:\n" + "\n".join(failures))
+    runs = {}
+    for g in groups:
+        key = cache_key(config, g, steps, torch.device("cpu"))
+        run = _load_cached(_cache_path(cache_dir, g, key), key, config, g, torch.device("cpu"))
+        if run is None:
+            raise RuntimeError(f"the worker for {g.name} wrote no usable cache file")
+        run.from_cache = False
+        runs[g.name] = run
     return runs
 
 
@@ -329,12 +359,14 @@ def load_experiment(config: ExperimentConfig | None = None, device="auto", cache
     schedule = batch_schedule(train_x.size(0), config.train)[: budget.steps]
     missing = [g for g in chosen if found[g.name][1] is None]
     workers = parallel_workers(len(missing), device, parallel)
-    trained = _train_parallel(config, missing, budget.steps, workers, progress) if workers else {}
+    trained = _train_parallel(config, missing, budget.steps, workers, cache_dir, progress) if workers else {}
     runs = {}
     for g in chosen:
         key, run = found[g.name]
-        if run is None:
-            run = trained.get(g.name) or _train_group(config, g, splits, schedule, device, progress)
+        if g.name in trained:  # written to the cache by its worker
+            run = trained[g.name]
+        elif run is None:
+            run = _train_group(config, g, splits, schedule, device, progress)
             _save_cached(_cache_path(cache_dir, g, key), key, run)
         runs[g.name] = run
     return Experiment(config, splits, device, budget, runs)
