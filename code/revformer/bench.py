@@ -282,10 +282,20 @@ def book_times(root: Path) -> dict:
             "chapter10_cold_seconds": chapter}
 
 
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def run_benchmark(rounds: int = 2, book: bool = False, root: Path | None = None) -> dict:
     """Everything above; returns the JSON-able record."""
     record = {"date": time.strftime("%Y-%m-%d"), "machine": {
-        "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+        "platform": platform.platform(), "processor": _cpu_name(),
         "cores": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads()}}
     ours, reference = [], []
     with tempfile.TemporaryDirectory() as tmp:
