@@ -80,6 +80,26 @@ def test_module_matches_nn_multihead_attention(heads, causal):
     torch.testing.assert_close(weights, ref_weights, rtol=1e-10, atol=1e-12)
 
 
+def test_module_gradients_match_nn_multihead_attention():
+    torch.manual_seed(5)
+    ours = MultiHeadSelfAttention(64, 4).double()
+    ref = torch.nn.MultiheadAttention(64, 4, batch_first=True).double()
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight]))
+        ref.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]))
+        ref.out_proj.weight.copy_(ours.out_proj.weight)
+        ref.out_proj.bias.copy_(ours.out_proj.bias)
+    x = torch.randn(2, 14, 64, dtype=torch.float64)
+    probe = torch.randn(2, 14, 64, dtype=torch.float64)
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    (ours(xa)[0] * probe).sum().backward()
+    (ref(xb, xb, xb, attn_mask=causal_mask(14), need_weights=False)[0] * probe).sum().backward()
+    torch.testing.assert_close(xa.grad, xb.grad, rtol=1e-10, atol=1e-12)
+    grad_in = torch.cat([ours.q_proj.weight.grad, ours.k_proj.weight.grad, ours.v_proj.weight.grad])
+    torch.testing.assert_close(grad_in, ref.in_proj_weight.grad, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(ours.out_proj.weight.grad, ref.out_proj.weight.grad, rtol=1e-10, atol=1e-12)
+
+
 def test_module_override_of_mask_per_call():
     attention = MultiHeadSelfAttention(64, 4, causal=True)
     x = torch.randn(1, 6, 64)

@@ -21,7 +21,7 @@ def test_choice_html_carries_question_answer_and_feedback():
     assert data == {"kind": "choice", "answer": 1, "explanation": "SEP at 7 predicts it.",
                     "feedback": ["6 predicts SEP", "", "8 holds it"]}
     assert "http" not in html  # nothing loaded from anywhere
-    assert re.search(r'id="(rfq-[0-9a-f]+)"', html).group(1) in html.split("<script>")[1]
+    assert re.search(r'id="(rfq-[0-9a-f]+-\d+)"', html).group(1) in html.split("<script>")[1]
 
 
 def test_number_html():
@@ -38,10 +38,11 @@ def test_text_is_escaped_and_cannot_close_the_script():
     assert _data(html)["explanation"] == "x </script> y"
 
 
-def test_distinct_questions_get_distinct_ids():
-    a = choice("one?", ["a", "b"], 0, "x")._repr_html_()
-    b = choice("two?", ["a", "b"], 0, "x")._repr_html_()
-    assert re.search(r'id="(rfq-\w+)"', a).group(1) != re.search(r'id="(rfq-\w+)"', b).group(1)
+def test_every_display_gets_its_own_id():
+    same = choice("one?", ["a", "b"], 0, "x")
+    ids = [re.search(r'id="(rfq-[\w-]+)"', h).group(1)
+           for h in (same._repr_html_(), same._repr_html_(), choice("two?", ["a", "b"], 0, "x")._repr_html_())]
+    assert len(set(ids)) == 3  # the same question shown twice on one page stays two questions
 
 
 @pytest.mark.parametrize("args", [

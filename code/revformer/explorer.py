@@ -11,7 +11,6 @@ Weights are ``[L,H,T,T]`` indexed ``[layer, head, query, key]``, or
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import numpy as np
 
 from .analysis import ANSWER_QUERIES, reversal_key
 from .data import PROMPT_LEN, token_name
+from .quiz import element_id
 
 STATIC_ENV = "REVFORMER_STATIC_BUILD"
 
@@ -63,7 +63,7 @@ class StaticExplorer:
 
     def _repr_html_(self) -> str:
         payload = json.dumps(self.data, separators=(",", ":")).replace("<", "\\u003c")  # no markup
-        uid = "rfx-" + hashlib.sha1(payload.encode()).hexdigest()[:12]
+        uid = element_id("rfx", payload)
         return (_STYLE + f'<div class="rf-explorer" id="{uid}">'
                 f'<script type="application/json" class="rf-explorer-data">{payload}</script></div>'
                 + _SCRIPT.replace("__ID__", json.dumps(uid)))

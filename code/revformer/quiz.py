@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -66,8 +67,18 @@ def _plain(text: str) -> str:
     return str(text).replace("`", "")
 
 
-def _identity(*parts) -> str:
-    return "rfq-" + hashlib.sha1(json.dumps(parts, default=str).encode()).hexdigest()[:12]
+_displayed = itertools.count()
+
+
+def element_id(prefix: str, *parts) -> str:
+    """A page-unique element id: a hash of the content and a running count.
+
+    The hash keeps ids stable across runs of the same notebook; the count
+    keeps two displays of the same content on one page apart (each script
+    finds its own element).
+    """
+    digest = hashlib.sha1(json.dumps(parts, default=str).encode()).hexdigest()[:10]
+    return f"{prefix}-{digest}-{next(_displayed)}"
 
 
 def _render(quiz_id: str, question: str, body: str, data: dict) -> str:
@@ -93,7 +104,7 @@ class Choice:
     feedback: tuple
 
     def _repr_html_(self) -> str:
-        quiz_id = _identity(self.question, self.options)
+        quiz_id = element_id("rfq", self.question, self.options)
         body = '<div role="radiogroup">' + "".join(
             f'<label><input type="radio" name="{quiz_id}" value="{i}"> {_inline(option)}</label>'
             for i, option in enumerate(self.options)
@@ -118,7 +129,7 @@ class Number:
     hint: str
 
     def _repr_html_(self) -> str:
-        quiz_id = _identity(self.question, self.answer)
+        quiz_id = element_id("rfq", self.question, self.answer)
         body = (f'<p><label>Your answer: <input type="text" inputmode="decimal" '
                 f'aria-label="your answer" name="{quiz_id}"></label></p>')
         data = {"kind": "number", "answer": self.answer, "tolerance": self.tolerance,
