@@ -60,17 +60,23 @@ def test_mask_is_upper_triangle_without_diagonal():
     assert m[0, 1] and not m[1, 0] and int(m.sum()) == 10
 
 
-@pytest.mark.parametrize("heads", [1, 4])
-@pytest.mark.parametrize("causal", [True, False])
-def test_module_matches_nn_multihead_attention(heads, causal):
-    torch.manual_seed(heads)
-    ours = MultiHeadSelfAttention(64, heads, causal=causal).double()
-    ref = torch.nn.MultiheadAttention(64, heads, batch_first=True).double()
+def reference_copy(ours: MultiHeadSelfAttention) -> torch.nn.MultiheadAttention:
+    """PyTorch's own module holding the same weights as ``ours`` (Q, K, V stacked)."""
+    ref = torch.nn.MultiheadAttention(ours.d_model, ours.num_heads, batch_first=True).double()
     with torch.no_grad():
         ref.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight]))
         ref.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]))
         ref.out_proj.weight.copy_(ours.out_proj.weight)
         ref.out_proj.bias.copy_(ours.out_proj.bias)
+    return ref
+
+
+@pytest.mark.parametrize("heads", [1, 4])
+@pytest.mark.parametrize("causal", [True, False])
+def test_module_matches_nn_multihead_attention(heads, causal):
+    torch.manual_seed(heads)
+    ours = MultiHeadSelfAttention(64, heads, causal=causal).double()
+    ref = reference_copy(ours)
     x = torch.randn(2, 14, 64, dtype=torch.float64)
     out, weights = ours(x)
     mask = causal_mask(14) if causal else None
@@ -83,12 +89,7 @@ def test_module_matches_nn_multihead_attention(heads, causal):
 def test_module_gradients_match_nn_multihead_attention():
     torch.manual_seed(5)
     ours = MultiHeadSelfAttention(64, 4).double()
-    ref = torch.nn.MultiheadAttention(64, 4, batch_first=True).double()
-    with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight]))
-        ref.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]))
-        ref.out_proj.weight.copy_(ours.out_proj.weight)
-        ref.out_proj.bias.copy_(ours.out_proj.bias)
+    ref = reference_copy(ours)
     x = torch.randn(2, 14, 64, dtype=torch.float64)
     probe = torch.randn(2, 14, 64, dtype=torch.float64)
     xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
