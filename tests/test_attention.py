@@ -116,7 +116,7 @@ def test_module_rejects_bad_sizes(d_model, heads):
 
 
 def test_bad_shapes_rejected():
-    with pytest.raises(ValueError, match="same shape"):
+    with pytest.raises(ValueError, match="must have shape"):
         scaled_dot_product_attention(torch.randn(1, 1, 3, 4), torch.randn(1, 1, 3, 4), torch.randn(1, 1, 3, 5))
     with pytest.raises(ValueError, match=r"\[B,T,64\]"):
         MultiHeadSelfAttention()(torch.randn(2, 14, 32))
@@ -131,3 +131,24 @@ def test_mask_first_built_during_inference_can_train():
     out, _ = attention(x)
     out.sum().backward()  # and training can still use the cached mask
     assert attention.q_proj.weight.grad is not None
+
+
+def test_fewer_queries_are_the_last_rows_of_the_full_attention():
+    g = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(2, 4, 14, 16, generator=g, dtype=torch.float64) for _ in range(3))
+    for causal in (True, False):
+        full_out, full_w = scaled_dot_product_attention(q, k, v, causal)
+        out, w = scaled_dot_product_attention(q[:, :, 7:], k, v, causal)
+        assert w.shape == (2, 4, 7, 14)
+        torch.testing.assert_close(out, full_out[:, :, 7:], rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(w, full_w[:, :, 7:], rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="must have shape"):
+        scaled_dot_product_attention(torch.randn(1, 1, 15, 4), torch.randn(1, 1, 14, 4), torch.randn(1, 1, 14, 4))
+    attention = MultiHeadSelfAttention(64, 4).double()
+    x = torch.randn(2, 14, 64, dtype=torch.float64)
+    full, weights = attention(x)
+    part, part_weights = attention(x, queries_from=10)
+    torch.testing.assert_close(part, full[:, 10:])
+    torch.testing.assert_close(part_weights, weights[:, :, 10:])
+    with pytest.raises(ValueError, match="queries_from"):
+        attention(x, queries_from=14)

@@ -96,3 +96,23 @@ def test_bad_model_config():
         ModelConfig(num_heads=3)
     with pytest.raises(ValueError, match="positive"):
         make_model(num_heads=0)
+
+
+def test_logits_from_gives_the_last_rows_and_the_same_gradients():
+    model = make_model(seed=3).double()
+    ids = torch.randint(0, 13, (4, 14))
+    labels = torch.randint(0, 13, (4, 14))
+    labels[:, :7] = -100
+    full, full_w = model(ids)
+    part, part_w = model(ids, logits_from=7)
+    assert part.shape == (4, 7, 13) and part_w[1].shape == (4, 4, 7, 14) and part_w[0].shape == (4, 4, 14, 14)
+    torch.testing.assert_close(part, full[:, 7:])
+    torch.testing.assert_close(part_w[1], full_w[1][:, :, 7:])
+    answer_loss(full, labels).backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    answer_loss(part, labels[:, 7:]).backward()
+    for a, p in zip(grads, model.parameters()):
+        torch.testing.assert_close(p.grad, a)  # the skipped rows carried no gradient
+    with pytest.raises(ValueError, match="logits_from"):
+        model(ids, logits_from=14)

@@ -67,20 +67,27 @@ def scaled_dot_product_attention(q, k, v, causal: bool = True):
 
     ``q``, ``k``, ``v``: ``[B,H,T,Dh]`` (any leading dims work). Returns the
     output ``[B,H,T,Dh]`` and the weights ``[B,H,T,T]``, whose rows sum to 1.
+
+    ``q`` may hold fewer positions than ``k`` and ``v``: ``[B,H,Tq,Dh]`` are
+    then the queries of the last ``Tq`` positions, and the weights are
+    ``[B,H,Tq,T]``, the last ``Tq`` rows of the full matrix (the model uses
+    this where only the last rows are read).
     """
-    if q.dim() < 2 or q.shape != k.shape or k.shape != v.shape:
+    if (q.dim() < 2 or k.shape != v.shape or q.shape[:-2] != k.shape[:-2] or q.size(-1) != k.size(-1)
+            or q.size(-2) > k.size(-2)):
         raise ValueError(
-            "q, k and v must have the same shape [B,H,T,Dh], got "
+            "q, k and v must have shape [B,H,T,Dh] (q may have fewer positions T), got "
             f"{list(q.shape)}, {list(k.shape)}, {list(v.shape)}"
         )
     head_dim = q.size(-1)
-    scores = (q @ k.transpose(-2, -1)) / math.sqrt(head_dim)  # [B,H,T,T]
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(head_dim)  # [B,H,Tq,T]
     if causal:
         # -inf before the softmax: exp(-inf) = 0, and the visible keys are
         # still normalised to sum to 1. Zeroing after the softmax would not be.
-        scores = scores.masked_fill(causal_mask(scores.size(-1), scores.device), float("-inf"))
-    weights = softmax_over_keys(scores)  # [B,H,T,T], along the keys
-    return weights @ v, weights  # [B,H,T,Dh], [B,H,T,T]
+        length, queries = k.size(-2), q.size(-2)
+        scores = scores.masked_fill(causal_mask(length, scores.device)[length - queries:], float("-inf"))
+    weights = softmax_over_keys(scores)  # [B,H,Tq,T], along the keys
+    return weights @ v, weights  # [B,H,Tq,Dh], [B,H,Tq,T]
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -119,16 +126,21 @@ class MultiHeadSelfAttention(nn.Module):
         # transpose makes a strided view; reshape copies it into the order view needs
         return x.transpose(1, 2).reshape(batch, length, self.d_model)
 
-    def forward(self, x: torch.Tensor, causal: bool | None = None):
+    def forward(self, x: torch.Tensor, causal: bool | None = None, queries_from: int = 0):
         """``x`` ``[B,T,D]`` -> (output ``[B,T,D]``, weights ``[B,H,T,T]``).
 
         ``causal=None`` uses the module's own setting; True or False overrides
         it for this call only (chapter 11 turns the mask off this way).
+        ``queries_from=p`` computes the output of positions ``p..T-1`` only
+        (``[B,T-p,D]``, weights ``[B,H,T-p,T]``); keys and values still
+        cover every position, so those rows are exactly the full ones.
         """
         if x.dim() != 3 or x.size(-1) != self.d_model:
             raise ValueError(f"x must have shape [B,T,{self.d_model}], got {list(x.shape)}")
+        if not 0 <= queries_from < x.size(1):
+            raise ValueError(f"queries_from must be a position 0-{x.size(1) - 1}, got {queries_from}")
         use_causal = self.causal if causal is None else causal
-        q = self.split_heads(self.q_proj(x))  # [B,H,T,Dh]
+        q = self.split_heads(self.q_proj(x[:, queries_from:]))  # [B,H,T,Dh] (T-p rows)
         k = self.split_heads(self.k_proj(x))  # [B,H,T,Dh]
         v = self.split_heads(self.v_proj(x))  # [B,H,T,Dh]
         heads, weights = scaled_dot_product_attention(q, k, v, causal=use_causal)

@@ -43,9 +43,10 @@ class TransformerBlock(nn.Module):
         self.ffn = FeedForward(config.d_model, config.d_ff)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x, causal: bool | None = None):
-        attended, weights = self.attention(self.norm1(x), causal=causal)  # [B,T,D], [B,H,T,T]
-        x = x + self.dropout(attended)
+    def forward(self, x, causal: bool | None = None, queries_from: int = 0):
+        """``queries_from=p``: only positions ``p..T-1`` come out (``[B,T-p,D]``)."""
+        attended, weights = self.attention(self.norm1(x), causal, queries_from)  # [B,T,D], [B,H,T,T]
+        x = x[:, queries_from:] + self.dropout(attended)
         x = x + self.dropout(self.ffn(self.norm2(x)))
         return x, weights
 
@@ -63,11 +64,19 @@ class ReversalTransformer(nn.Module):
         self.final_norm = nn.LayerNorm(c.d_model)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size)
 
-    def forward(self, ids: torch.Tensor, causal: bool | None = None):
+    def forward(self, ids: torch.Tensor, causal: bool | None = None, logits_from: int = 0):
         """ids ``[B,T]`` -> (logits ``[B,T,13]``, per-layer weights, each ``[B,H,T,T]``).
 
         ``causal=None`` keeps every layer's own mask setting; True or False
         sets the mask of every layer for this call.
+
+        ``logits_from=p`` returns the logits of positions ``p..T-1`` only
+        (``[B,T-p,13]``), the same numbers as the full call's last rows, with
+        less work: no later layer reads the last block's other rows, so that
+        block computes its queries, feed-forward and head for those positions
+        only (keys and values still cover all). Training and evaluation use
+        ``p = 7``, where the supervised targets start. The last layer's
+        weights are then ``[B,H,T-p,T]``.
         """
         if ids.dim() != 2:
             raise ValueError(f"ids must have shape [B,T], got {list(ids.shape)}")
@@ -77,11 +86,14 @@ class ReversalTransformer(nn.Module):
                 f"sequence of {length} tokens is longer than the position table "
                 f"({self.config.max_positions})"
             )
+        if not 0 <= logits_from < length:
+            raise ValueError(f"logits_from must be a position 0-{length - 1}, got {logits_from}")
         positions = torch.arange(length, device=ids.device)
         x = self.token_embedding(ids) + self.position_embedding(positions)  # [B,T,D]
         attention = []
-        for block in self.blocks:
-            x, weights = block(x, causal=causal)
+        last = len(self.blocks) - 1
+        for i, block in enumerate(self.blocks):
+            x, weights = block(x, causal, logits_from if i == last else 0)
             attention.append(weights)  # [B,H,T,T]
         return self.lm_head(self.final_norm(x)), attention  # [B,T,13]
 

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from .config import TrainConfig
-from .data import IGNORE_INDEX
+from .data import IGNORE_INDEX, PROMPT_LEN
 from .model import make_model
 
 
@@ -25,6 +25,11 @@ def answer_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(
         logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=IGNORE_INDEX
     )
+
+
+# The first supervised target: position 7 (SEP) predicts the first answer digit.
+# Loss computations ask the model for logits from here on (``logits_from``).
+FIRST_TARGET = PROMPT_LEN - 1
 
 
 def evaluate_loss(model, inputs, labels, batch_size: int = 512) -> float:
@@ -44,9 +49,9 @@ def evaluate_loss(model, inputs, labels, batch_size: int = 512) -> float:
         for start in range(0, inputs.size(0), batch_size):
             x = inputs[start:start + batch_size].to(device)
             y = labels[start:start + batch_size].to(device)
-            logits, _ = model(x)
+            logits, _ = model(x, logits_from=FIRST_TARGET)  # [B,7,13]
             total += F.cross_entropy(
-                logits.reshape(-1, logits.size(-1)), y.reshape(-1),
+                logits.reshape(-1, logits.size(-1)), y[:, FIRST_TARGET:].reshape(-1),
                 ignore_index=IGNORE_INDEX, reduction="sum",
             ).item()
             count += int((y != IGNORE_INDEX).sum())
@@ -101,8 +106,8 @@ def make_optimizer(model, learning_rate: float) -> torch.optim.Optimizer:
 def _update(model, optimizer, x, y, clip_norm: float) -> torch.Tensor:
     """One step: clear gradients, forward, loss, backward, clip, Adam update."""
     optimizer.zero_grad(set_to_none=True)
-    logits, _ = model(x)
-    loss = answer_loss(logits, y)
+    logits, _ = model(x, logits_from=FIRST_TARGET)  # [B,7,13]: the positions with targets
+    loss = answer_loss(logits, y[:, FIRST_TARGET:])
     loss.backward()
     # Rescales all gradients together when their L2 norm exceeds clip_norm;
     # a NaN or inf norm raises instead of silently poisoning the weights.
