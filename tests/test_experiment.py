@@ -9,7 +9,7 @@ import torch
 from revformer import cli
 from revformer.analysis import reversal_key
 from revformer.artifacts import ARTIFACTS
-from revformer.config import GROUP_NAMES, TrainConfig
+from revformer.config import GROUP_NAMES
 from revformer.experiment import load_experiment
 from revformer.files import atomic_path, read_csv, write_json
 from revformer.model import count_parameters

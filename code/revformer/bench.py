@@ -18,7 +18,6 @@ It measures, in one run so that ratios are fair on a shared, noisy machine:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
