@@ -32,8 +32,11 @@ def test_work_flops_and_targets():
 
 def test_process_tree_memory_and_timing():
     assert bench._tree_rss_bytes(os.getpid()) > 10_000_000
-    result = bench._timed(["python3", "-c", "x = bytearray(50_000_000); import time; time.sleep(0.3)"])
+    command = ["python3", "-c", "x = bytearray(50_000_000); import time; time.sleep(0.3)"]
+    result = bench._timed(command, sample_memory=True)
     assert result["peak_bytes"] > 50_000_000 and result["seconds"] >= 0.3
+    timed_only = bench._timed(command)  # the timed rounds take no samples
+    assert timed_only["peak_bytes"] is None and timed_only["seconds"] >= 0.3
     with pytest.raises(RuntimeError, match="failed"):
         bench._timed(["python3", "-c", "raise SystemExit(3)"])
 

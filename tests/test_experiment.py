@@ -147,8 +147,11 @@ def test_slow_machine_lowers_every_group_alike(small_config, tmp_path):
     assert record["lowered"] and "lowered" in record["reason"]
 
 
-def test_parallel_training_matches_sequential(small_config, tmp_path):
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_parallel_training_matches_sequential(small_config, tmp_path, monkeypatch, start):
     from revformer.experiment import parallel_workers
+
+    monkeypatch.setenv("REVFORMER_WORKER_START", start)
 
     workers = parallel_workers(3, torch.device("cpu"), True)
     if workers == 0:
@@ -167,6 +170,33 @@ def test_parallel_training_matches_sequential(small_config, tmp_path):
         for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()):
             assert torch.equal(x, y)
         assert torch.equal(sequential.generated(name), parallel.generated(name))
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_a_failing_worker_reports_its_error(small_config, tmp_path, start):
+    from revformer.worker import start_worker
+
+    worker = start_worker(small_config, "no_such_group", 50, 1, tmp_path, start)
+    code, report = worker.wait()
+    assert code != 0 and "no_such_group" in report
+    worker.kill()  # harmless once it has ended
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_worker_start_refuses_an_unknown_way(small_config, tmp_path):
+    from revformer.worker import start_worker
+
+    with pytest.raises(ValueError, match="fork.*spawn"):
+        start_worker(small_config, "four_heads", 50, 1, tmp_path, "thread")
+
+
+def test_an_interrupted_caller_leaves_no_worker_behind(small_config, tmp_path):
+    from revformer.worker import start_worker
+
+    worker = start_worker(small_config, "four_heads", 100, 1, tmp_path, "fork")
+    worker.kill()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(worker.pid, os.WNOHANG)  # killed and reaped: no such child any more
 
 
 def test_parallel_training_from_a_script_without_a_main_guard(small_config, tmp_path):

@@ -111,8 +111,12 @@ def _save_cached(path: Path, key: str, run: Run) -> None:
 
 
 def environment(device: torch.device) -> dict:
-    """Versions and the device of this run."""
-    import matplotlib
+    """Versions and the device of this run.
+
+    matplotlib's version is read from its installed metadata: importing it
+    only for the number would cost the command line a fifth of a second.
+    """
+    from importlib.metadata import version
 
     name = str(device)
     if device.type == "cuda":
@@ -121,7 +125,7 @@ def environment(device: torch.device) -> dict:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "numpy": np.__version__,
-        "matplotlib": matplotlib.__version__,
+        "matplotlib": version("matplotlib"),
         "revformer": __version__,
         "device": name,
     }
@@ -256,13 +260,14 @@ def train_into_cache(config: ExperimentConfig, name: str, steps: int, cache_dir)
 
 
 def parallel_workers(missing: int, device: torch.device, parallel: bool | None) -> int:
-    """How many worker processes train the missing groups: 0 means in this process.
+    """How many processes train the missing groups side by side: 0 means one after another here.
 
     On a CPU with at least two cores, every missing group trains in its own
-    process, each with an equal share of the cores (at least one thread): a
-    model this small keeps one thread busier than two threads can share one
-    step, so three single-threaded processes on two cores finish sooner than
-    three groups one after another with two threads each. ``parallel=None``
+    process (this one trains the first of them, worker processes the rest),
+    each with an equal share of the cores, at least one thread: a model this
+    small keeps one thread busier than two threads can share one step, so
+    three single-threaded processes on two cores finish sooner than three
+    groups one after another with two threads each. ``parallel=None``
     follows ``REVFORMER_PARALLEL`` (``0`` turns it off).
     """
     if parallel is None:
@@ -273,45 +278,44 @@ def parallel_workers(missing: int, device: torch.device, parallel: bool | None) 
     return missing
 
 
-def _train_parallel(config, groups, steps, workers, cache_dir, progress) -> dict:
-    """Train ``groups`` side by side, one worker process each, and load what they wrote.
+def _train_parallel(config, groups, splits, schedule, processes, cache_dir, progress) -> dict:
+    """Train ``groups`` side by side and return their runs.
 
-    Workers are plain subprocesses (``python -m revformer.worker``), not
-    ``multiprocessing``: they never re-import the caller's main script, so a
-    script without an ``if __name__ == "__main__"`` guard works too, and they
-    start clean rather than as forks of a process whose thread pool is running.
+    The first group trains in this process (``four_heads`` when all are
+    missing: the group with the most work a step); each of the others in a
+    worker process (``revformer.worker``: forked on Linux, a fresh
+    interpreter elsewhere, or wherever ``REVFORMER_WORKER_START=spawn``),
+    which writes its cache file; that file is then loaded like any other,
+    key checked.
     """
-    import subprocess
+    from .worker import start_worker
 
-    from tqdm.auto import tqdm
-
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    package_root = str(Path(__file__).resolve().parents[1])  # importable however this one was
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), REVFORMER_PROGRESS="0",
-               PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
-    spec = json.dumps(config.to_dict())
-    procs = {g.name: subprocess.Popen(
-        [sys.executable, "-m", "revformer.worker", "--config", spec, "--group", g.name,
-         "--steps", str(steps), "--threads", str(threads), "--cache", str(cache_dir)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for g in groups}
-    bar = tqdm(total=len(groups), desc=f"training {len(groups)} groups in {workers} processes",
-               disable=not progress_enabled(progress), leave=False)
-    failures = []
+    threads = max(1, (os.cpu_count() or 1) // processes)
+    steps = schedule.size(0)
+    how = os.environ.get("REVFORMER_WORKER_START", "auto")
+    here, *elsewhere = groups
+    workers, runs, failures = [], {}, []
     try:
-        for name, proc in procs.items():
-            out, err = proc.communicate()
-            if proc.returncode != 0:
-                failures.append(f"{name}: exit {proc.returncode}: {(err or out).strip()[-800:]}")
-            bar.update(1)
+        for g in elsewhere:
+            workers.append(start_worker(config, g.name, steps, threads, cache_dir, how))
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)  # this process's share, as a worker's
+        try:
+            runs[here.name] = _train_group(config, here, splits, schedule, torch.device("cpu"), progress)
+        finally:
+            torch.set_num_threads(before)
+        key = cache_key(config, here, steps, torch.device("cpu"))
+        _save_cached(_cache_path(cache_dir, here, key), key, runs[here.name])
+        for worker in workers:
+            code, report = worker.wait()
+            if code != 0:
+                failures.append(f"{worker.name}: exit {code}: {report[-800:]}")
     finally:
-        bar.close()
-        for proc in procs.values():  # an interrupted parent leaves no worker behind
-            if proc.poll() is None:
-                proc.kill()
+        for worker in workers:  # an interrupted caller leaves no worker behind
+            worker.kill()
     if failures:
         raise RuntimeError("training in worker processes failed:\n" + "\n".join(failures))
-    runs = {}
-    for g in groups:
+    for g in elsewhere:
         key = cache_key(config, g, steps, torch.device("cpu"))
         run = _load_cached(_cache_path(cache_dir, g, key), key, config, g, torch.device("cpu"))
         if run is None:
@@ -329,9 +333,9 @@ def load_experiment(config: ExperimentConfig | None = None, device="auto", cache
     The full budget is used from the cache when every asked group is there.
     Otherwise the speed test runs first and, if the projected time of all
     three groups is over the limit, every group trains (or loads) the lowered
-    budget alike. Missing groups train side by side in worker processes on a
-    multi-core CPU (see ``parallel_workers``), with the same results as one
-    after another.
+    budget alike. Missing groups train side by side on a multi-core CPU, one
+    in this process and the others in worker processes (see
+    ``parallel_workers``), with the same results as one after another.
     """
     config = config or ExperimentConfig()
     device = resolve_device(device)
@@ -358,12 +362,13 @@ def load_experiment(config: ExperimentConfig | None = None, device="auto", cache
             found = cached(budget.steps)
     schedule = batch_schedule(train_x.size(0), config.train)[: budget.steps]
     missing = [g for g in chosen if found[g.name][1] is None]
-    workers = parallel_workers(len(missing), device, parallel)
-    trained = _train_parallel(config, missing, budget.steps, workers, cache_dir, progress) if workers else {}
+    processes = parallel_workers(len(missing), device, parallel)
+    trained = (_train_parallel(config, missing, splits, schedule, processes, cache_dir, progress)
+               if processes else {})
     runs = {}
     for g in chosen:
         key, run = found[g.name]
-        if g.name in trained:  # written to the cache by its worker
+        if g.name in trained:  # trained side by side, already in the cache
             run = trained[g.name]
         elif run is None:
             run = _train_group(config, g, splits, schedule, device, progress)
