@@ -10,6 +10,7 @@ from revformer import cli
 from revformer.analysis import reversal_key
 from revformer.artifacts import ARTIFACTS
 from revformer.config import GROUP_NAMES
+from revformer.config import group as find_group
 from revformer.experiment import load_experiment
 from revformer.files import atomic_path, read_csv, write_json
 from revformer.model import count_parameters
@@ -147,17 +148,46 @@ def test_slow_machine_lowers_every_group_alike(small_config, tmp_path):
     assert record["lowered"] and "lowered" in record["reason"]
 
 
-@pytest.mark.parametrize("start", ["fork", "spawn"])
-def test_parallel_training_matches_sequential(small_config, tmp_path, monkeypatch, start):
-    from revformer.experiment import parallel_workers
+@pytest.mark.parametrize("start, processes", [("fork", 2), ("fork", 3), ("spawn", 2)])
+def test_parallel_training_matches_sequential(small_config, tmp_path, monkeypatch, start, processes):
+    """Two processes share three groups (one group's steps in a worker, its
+    evaluations here); three give each its own. Both equal one after another."""
+    from revformer.data import make_splits
+    from revformer.experiment import _train_group, _train_parallel
+    from revformer.train import batch_schedule
 
     monkeypatch.setenv("REVFORMER_WORKER_START", start)
+    groups = [find_group(name) for name in GROUP_NAMES]
+    splits = make_splits(small_config.data, small_config.task)
+    schedule = batch_schedule(splits.train.size(0), small_config.train)
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // processes))  # the workers' thread count
+    try:
+        sequential = {g.name: _train_group(small_config, g, splits, schedule, torch.device("cpu"), False)
+                      for g in groups}
+    finally:
+        torch.set_num_threads(before)
+    parallel = _train_parallel(small_config, groups, splits, schedule, processes, tmp_path, False)
+    assert torch.get_num_threads() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        p.name for p in tmp_path.glob("*.pt") if not p.name.endswith(".steps.pt"))  # no snapshots left
+    assert len(list(tmp_path.glob("*.pt"))) == 3
+    for name in GROUP_NAMES:
+        a, b = sequential[name], parallel[name]
+        assert a.history == b.history  # bit-identical: same thread count, same operations
+        for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()):
+            assert torch.equal(x, y)
+        assert b.train_seconds > 0 and b.steps == a.steps
 
-    workers = parallel_workers(3, torch.device("cpu"), True)
-    if workers == 0:
+
+def test_load_experiment_trains_in_parallel_like_sequentially(small_config, tmp_path):
+    from revformer.experiment import parallel_workers
+
+    processes = parallel_workers(3, torch.device("cpu"), True)
+    if processes == 0:
         pytest.fail("parallel training needs a CPU with at least two cores")
     before = torch.get_num_threads()
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))  # the workers' thread count
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // processes))
     try:
         sequential = load_experiment(small_config, device="cpu", cache_dir=tmp_path / "a", progress=False,
                                      parallel=False)
@@ -165,10 +195,8 @@ def test_parallel_training_matches_sequential(small_config, tmp_path, monkeypatc
         torch.set_num_threads(before)
     parallel = load_experiment(small_config, device="cpu", cache_dir=tmp_path / "b", progress=False, parallel=True)
     for name in GROUP_NAMES:
-        a, b = sequential.run(name), parallel.run(name)
-        assert a.history == b.history  # bit-identical: same thread count, same operations
-        for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()):
-            assert torch.equal(x, y)
+        assert sequential.run(name).history == parallel.run(name).history
+        assert not parallel.run(name).from_cache
         assert torch.equal(sequential.generated(name), parallel.generated(name))
 
 
@@ -176,27 +204,77 @@ def test_parallel_training_matches_sequential(small_config, tmp_path, monkeypatc
 def test_a_failing_worker_reports_its_error(small_config, tmp_path, start):
     from revformer.worker import start_worker
 
-    worker = start_worker(small_config, "no_such_group", 50, 1, tmp_path, start)
+    worker = start_worker(small_config, [("full", "no_such_group")], 50, 1, tmp_path, start)
     code, report = worker.wait()
     assert code != 0 and "no_such_group" in report
+    assert worker.wait() == (code, report)  # asked again, the same answer
     worker.kill()  # harmless once it has ended
     assert list(tmp_path.iterdir()) == []
 
 
-def test_worker_start_refuses_an_unknown_way(small_config, tmp_path):
+def test_a_worker_that_fails_before_its_steps_stops_the_run(small_config, tmp_path, monkeypatch):
+    """The process waiting for another group's update steps hears why they never came."""
+    from revformer.data import make_splits
+    from revformer.experiment import _train_parallel
+    from revformer.train import batch_schedule
+
+    monkeypatch.setenv("REVFORMER_WORKER_START", "fork")
+    monkeypatch.setattr("revformer.experiment.train_model", _fails_without_evaluation(
+        __import__("revformer.experiment", fromlist=["train_model"]).train_model))
+    splits = make_splits(small_config.data, small_config.task)
+    schedule = batch_schedule(splits.train.size(0), small_config.train)
+    groups = [find_group(name) for name in GROUP_NAMES]
+    with pytest.raises(RuntimeError, match="(?s)worker processes failed.*one_head.*steps broke"):
+        _train_parallel(small_config, groups, splits, schedule, 2, tmp_path, False)
+    assert not list(tmp_path.glob("*.steps.pt"))
+
+
+def _fails_without_evaluation(train_model):
+    def patched(*args, evaluate=True, **kwargs):
+        if not evaluate:
+            raise OSError("steps broke")
+        return train_model(*args, evaluate=evaluate, **kwargs)
+    return patched
+
+
+def test_worker_start_refuses_an_unknown_way_or_job(small_config, tmp_path):
     from revformer.worker import start_worker
 
     with pytest.raises(ValueError, match="fork.*spawn"):
-        start_worker(small_config, "four_heads", 50, 1, tmp_path, "thread")
+        start_worker(small_config, [("full", "four_heads")], 50, 1, tmp_path, "thread")
+    with pytest.raises(ValueError, match="kind"):
+        start_worker(small_config, [("evaluate", "four_heads")], 50, 1, tmp_path)
+    with pytest.raises(ValueError, match="kind"):
+        start_worker(small_config, [], 50, 1, tmp_path)
 
 
 def test_an_interrupted_caller_leaves_no_worker_behind(small_config, tmp_path):
     from revformer.worker import start_worker
 
-    worker = start_worker(small_config, "four_heads", 100, 1, tmp_path, "fork")
+    worker = start_worker(small_config, [("full", "four_heads")], 100, 1, tmp_path, "fork")
     worker.kill()
     with pytest.raises(ChildProcessError):
         os.waitpid(worker.pid, os.WNOHANG)  # killed and reaped: no such child any more
+
+
+def test_snapshots_evaluated_later_give_the_same_history(small_config):
+    from revformer.data import make_splits, split_inputs_labels
+    from revformer.model import make_model
+    from revformer.train import batch_schedule, evaluate_snapshots, train_model
+
+    splits = make_splits(small_config.data, small_config.task)
+    tx, ty = split_inputs_labels(splits.train)
+    vx, vy = split_inputs_labels(splits.val)
+    schedule = batch_schedule(tx.size(0), small_config.train)
+    direct = train_model(make_model(), tx, ty, vx, vy, schedule, small_config.train, progress=False)
+    steps_only = train_model(make_model(), tx, ty, vx, vy, schedule, small_config.train, progress=False,
+                             evaluate=False)
+    assert steps_only.history == direct.history[:1]  # step 0 is evaluated before the updates
+    assert [s for s, _ in steps_only.snapshots] == [25, 50, 75, 100]
+    later = make_model()
+    assert evaluate_snapshots(later, steps_only.snapshots, tx, ty, vx, vy) == direct.history[1:]
+    for x, y in zip(later.state_dict().values(), direct.model.state_dict().values()):
+        assert torch.equal(x, y)  # the model ends holding the last snapshot: the trained weights
 
 
 def test_parallel_training_from_a_script_without_a_main_guard(small_config, tmp_path):

@@ -64,10 +64,15 @@ def test_clipping_raises_on_non_finite_gradients(small_config):
     splits = make_splits(small_config.data)
     tx, ty = split_inputs_labels(splits.train)
     model = make_model()
-    with torch.no_grad():
-        model.lm_head.weight[0, 0] = float("nan")
+    model.lm_head.weight.register_hook(lambda grad: grad * float("nan"))  # finite loss, NaN gradient
     with pytest.raises(RuntimeError, match="non-finite"):
         train_model(model, tx, ty, tx[:10], ty[:10], batch_schedule(tx.size(0), small_config.train),
+                    small_config.train, progress=False)
+    broken = make_model()
+    with torch.no_grad():
+        broken.lm_head.weight[0, 0] = float("nan")
+    with pytest.raises(FloatingPointError, match="step 0"):  # caught before the first step
+        train_model(broken, tx, ty, tx[:10], ty[:10], batch_schedule(tx.size(0), small_config.train),
                     small_config.train, progress=False)
 
 

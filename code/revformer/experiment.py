@@ -30,7 +30,7 @@ from .data import Splits, make_splits, split_inputs_labels
 from .files import atomic_path
 from .generate import Scores, generate, score
 from .model import count_parameters, make_model
-from .train import (Budget, TrainResult, batch_schedule, progress_enabled,
+from .train import (Budget, TrainResult, batch_schedule, evaluate_snapshots, progress_enabled,
                     resolve_device, speed_test, train_model)
 
 CACHE_ENV = "REVFORMER_CACHE"
@@ -242,51 +242,107 @@ def _train_group(config: ExperimentConfig, group: Group, splits: Splits, schedul
     return Run(group, result.model, result.history, result.seconds, result.steps)
 
 
-def train_into_cache(config: ExperimentConfig, name: str, steps: int, cache_dir) -> Path:
-    """Train one group on the CPU and write it to its cache file; return the path.
+def _steps_path(cache_dir: Path, group: Group, key: str) -> Path:
+    return cache_dir / f"{group.name}-{key[:20]}.steps.pt"
 
-    What a worker process runs (``python -m revformer.worker``); the parent
-    then loads the file like any other cache hit, key checked.
+
+def train_into_cache(config: ExperimentConfig, name: str, steps: int, cache_dir,
+                     evaluate: bool = True) -> Path:
+    """Train one group on the CPU and write the result into ``cache_dir``; return the path.
+
+    What a worker process runs (``revformer.worker``). With ``evaluate`` the
+    file is the group's cache entry, which the caller loads like any cache
+    hit, key checked. Without, only the update steps run and the file holds
+    the weight snapshots of the evaluation steps and their time, for the
+    caller to evaluate (``_finish_from_steps``).
     """
     g = find_group(name)
     device = torch.device("cpu")
     splits = make_splits(config.data, config.task)
     schedule = batch_schedule(splits.train.size(0), config.train)[:steps]
-    run = _train_group(config, g, splits, schedule, device, progress=False)
     key = cache_key(config, g, steps, device)
-    path = _cache_path(Path(cache_dir), g, key)
-    _save_cached(path, key, run)
+    if evaluate:
+        path = _cache_path(Path(cache_dir), g, key)
+        _save_cached(path, key, _train_group(config, g, splits, schedule, device, progress=False))
+        return path
+    train_x, train_y = split_inputs_labels(splits.train)
+    val_x, val_y = split_inputs_labels(splits.val)
+    model = make_model(g.num_heads, config.train.seed, g.causal, config.model, device)
+    result = train_model(model, train_x, train_y, val_x, val_y, schedule, config.train,
+                         progress=False, evaluate=False)
+    path = _steps_path(Path(cache_dir), g, key)
+    with atomic_path(path) as tmp:
+        torch.save({"key": key, "seconds": result.seconds, "history": result.history,
+                    "snapshots": result.snapshots}, tmp)
     return path
+
+
+def _finish_from_steps(config: ExperimentConfig, group: Group, splits: Splits, steps: int,
+                       cache_dir: Path, worker) -> Run:
+    """Evaluate the snapshots that ``worker`` writes for ``group``: its full run.
+
+    Waits for the file while the worker runs; the history (step 0's row
+    from the worker, the rest from here) is the one the worker would have
+    recorded itself, and the training time is the worker's update steps plus
+    these evaluations, as in ``train_model``.
+    """
+    import time
+
+    key = cache_key(config, group, steps, torch.device("cpu"))
+    path = _steps_path(cache_dir, group, key)
+    while not path.exists():
+        if worker.poll() is not None and not path.exists():
+            code, report = worker.wait()
+            raise RuntimeError(f"training in worker processes failed:\n{worker.name}: exit {code}, "
+                               f"without the update steps of {group.name}: {report[-800:]}")
+        time.sleep(0.05)
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    path.unlink()
+    if payload.get("key") != key:
+        raise RuntimeError(f"the update steps of {group.name} belong to another configuration")
+    train_x, train_y = split_inputs_labels(splits.train)
+    val_x, val_y = split_inputs_labels(splits.val)
+    model = make_model(group.num_heads, config.train.seed, group.causal, config.model)
+    start = time.perf_counter()
+    history = [tuple(row) for row in payload["history"]]
+    history += evaluate_snapshots(model, payload["snapshots"], train_x, train_y, val_x, val_y)
+    seconds = payload["seconds"] + time.perf_counter() - start
+    return Run(group, model.eval(), history, seconds, steps)
 
 
 def parallel_workers(missing: int, device: torch.device, parallel: bool | None) -> int:
     """How many processes train the missing groups side by side: 0 means one after another here.
 
-    On a CPU with at least two cores, every missing group trains in its own
-    process (this one trains the first of them, worker processes the rest),
-    each with an equal share of the cores, at least one thread: a model this
-    small keeps one thread busier than two threads can share one step, so
-    three single-threaded processes on two cores finish sooner than three
-    groups one after another with two threads each. ``parallel=None``
-    follows ``REVFORMER_PARALLEL`` (``0`` turns it off).
+    On a CPU with at least two cores, up to one process per core shares the
+    missing groups, each with an equal share of the cores, at least one
+    thread: a model this small keeps one thread busier than two threads
+    can share one step, so processes side by side finish sooner than groups
+    one after another with all cores each. ``parallel=None`` follows
+    ``REVFORMER_PARALLEL`` (``0`` turns it off).
     """
     if parallel is None:
         parallel = os.environ.get("REVFORMER_PARALLEL", "1") not in ("0", "false", "no")
     cores = os.cpu_count() or 1
     if not parallel or device.type != "cpu" or missing < 2 or cores < 2:
         return 0
-    return missing
+    return min(missing, cores)
 
 
 def _train_parallel(config, groups, splits, schedule, processes, cache_dir, progress) -> dict:
-    """Train ``groups`` side by side and return their runs.
+    """Train ``groups`` in ``processes`` processes side by side and return their runs.
 
-    The first group trains in this process (``four_heads`` when all are
-    missing: the group with the most work a step); each of the others in a
-    worker process (``revformer.worker``: forked on Linux, a fresh
-    interpreter elsewhere, or wherever ``REVFORMER_WORKER_START=spawn``),
-    which writes its cache file; that file is then loaded like any other,
-    key checked.
+    This process trains the first group (``four_heads`` when all are
+    missing: the most work a step); a worker process (``revformer.worker``:
+    forked on Linux, a fresh interpreter elsewhere or wherever
+    ``REVFORMER_WORKER_START=spawn``) trains each of the others and writes
+    its cache file, loaded here like any other, key checked.
+
+    With one group more than processes (three groups on two cores), the
+    group with the fewest heads, the least work, is shared out: the first
+    worker runs its update steps before its own group, and this process
+    evaluates the snapshots after its own. The two processes then carry
+    about equal work, where three processes on two cores would leave one
+    core idle at the end while the largest group finishes.
     """
     from .worker import start_worker
 
@@ -294,25 +350,37 @@ def _train_parallel(config, groups, splits, schedule, processes, cache_dir, prog
     steps = schedule.size(0)
     how = os.environ.get("REVFORMER_WORKER_START", "auto")
     here, *elsewhere = groups
+    shared = None
+    if len(groups) > processes:
+        shared = min(elsewhere, key=lambda g: g.num_heads)
+        elsewhere.remove(shared)
+    if len(elsewhere) != processes - 1:
+        raise ValueError(f"cannot share {len(groups)} groups among {processes} processes")
+    jobs = [[("full", g.name)] for g in elsewhere]
+    if shared is not None:
+        jobs[0].insert(0, ("steps", shared.name))
     workers, runs, failures = [], {}, []
+    before = torch.get_num_threads()
     try:
-        for g in elsewhere:
-            workers.append(start_worker(config, g.name, steps, threads, cache_dir, how))
-        before = torch.get_num_threads()
+        for worker_jobs in jobs:
+            workers.append(start_worker(config, worker_jobs, steps, threads, cache_dir, how))
         torch.set_num_threads(threads)  # this process's share, as a worker's
-        try:
-            runs[here.name] = _train_group(config, here, splits, schedule, torch.device("cpu"), progress)
-        finally:
-            torch.set_num_threads(before)
-        key = cache_key(config, here, steps, torch.device("cpu"))
-        _save_cached(_cache_path(cache_dir, here, key), key, runs[here.name])
+        for g in [here] + ([shared] if shared is not None else []):
+            runs[g.name] = (_train_group(config, g, splits, schedule, torch.device("cpu"), progress)
+                            if g is here else _finish_from_steps(config, g, splits, steps, cache_dir, workers[0]))
+            key = cache_key(config, g, steps, torch.device("cpu"))
+            _save_cached(_cache_path(cache_dir, g, key), key, runs[g.name])
         for worker in workers:
             code, report = worker.wait()
             if code != 0:
                 failures.append(f"{worker.name}: exit {code}: {report[-800:]}")
     finally:
+        torch.set_num_threads(before)
         for worker in workers:  # an interrupted caller leaves no worker behind
             worker.kill()
+        if shared is not None:  # the snapshots of an interrupted run
+            _steps_path(cache_dir, shared, cache_key(config, shared, steps, torch.device("cpu"))
+                        ).unlink(missing_ok=True)
     if failures:
         raise RuntimeError("training in worker processes failed:\n" + "\n".join(failures))
     for g in elsewhere:

@@ -286,15 +286,30 @@ class TrainResult:
     history: list = field(default_factory=list)  # (step, train_loss, val_loss)
     seconds: float = 0.0
     steps: int = 0
+    snapshots: list = field(default_factory=list)  # (step, state_dict), with evaluate=False
+
+
+def _loss_row(model, step: int, train_inputs, train_labels, val_inputs, val_labels) -> tuple:
+    """``(step, train_loss, val_loss)``; a NaN or inf loss stops the run."""
+    row = (step, evaluate_loss(model, train_inputs, train_labels), evaluate_loss(model, val_inputs, val_labels))
+    if not all(math.isfinite(v) for v in row[1:]):
+        raise FloatingPointError(f"loss became non-finite at step {step}: {row}")
+    return row
 
 
 def train_model(model, train_inputs, train_labels, val_inputs, val_labels, schedule,
                 config: TrainConfig | None = None, progress: bool | None = None,
-                description: str = "training") -> TrainResult:
+                description: str = "training", evaluate: bool = True) -> TrainResult:
     """Adam on the shared ``schedule``, whole-set losses every ``eval_every`` steps.
 
     ``schedule`` is ``[steps,batch]`` training indices (see ``batch_schedule``).
     Records step 0 (before any update) and every ``eval_every`` steps after.
+
+    ``evaluate=False`` evaluates step 0 only and keeps a copy of the weights
+    at each later evaluation step instead (``TrainResult.snapshots``);
+    ``evaluate_snapshots`` turns them into the rest of the same history
+    later, perhaps in another process: that is how two cores share the work
+    of three groups.
     """
     config = config or TrainConfig()
     if schedule.dim() != 2 or schedule.size(0) % config.eval_every != 0:
@@ -305,7 +320,15 @@ def train_model(model, train_inputs, train_labels, val_inputs, val_labels, sched
     device = next(model.parameters()).device
     x_all, y_all = train_inputs.to(device), train_labels.to(device)
     optimizer = make_optimizer(model, config.learning_rate)
-    history = [(0, evaluate_loss(model, x_all, y_all), evaluate_loss(model, val_inputs, val_labels))]
+    history, snapshots = [], []
+
+    def record(step):
+        if evaluate or step == 0:
+            history.append(_loss_row(model, step, x_all, y_all, val_inputs, val_labels))
+        else:
+            snapshots.append((step, {k: v.detach().clone() for k, v in model.state_dict().items()}))
+
+    record(0)
     model.train()
     from tqdm.auto import tqdm  # imported here: the notebook flavour needs ipywidgets
 
@@ -318,14 +341,27 @@ def train_model(model, train_inputs, train_labels, val_inputs, val_labels, sched
             _update(model, optimizer, x_all[idx], y_all[idx], config.clip_norm)
             bar.update(1)
             if step % config.eval_every == 0:
-                row = (step, evaluate_loss(model, x_all, y_all),
-                       evaluate_loss(model, val_inputs, val_labels))
-                if not all(math.isfinite(v) for v in row[1:]):
-                    raise FloatingPointError(f"loss became non-finite at step {step}: {row}")
-                history.append(row)
-                bar.set_postfix(train=f"{row[1]:.4f}", val=f"{row[2]:.4f}")
+                record(step)
+                if evaluate:
+                    bar.set_postfix(train=f"{history[-1][1]:.4f}", val=f"{history[-1][2]:.4f}")
     finally:
         bar.close()
     _sync(device)
     model.eval()
-    return TrainResult(model, history, time.perf_counter() - start, schedule.size(0))
+    return TrainResult(model, history, time.perf_counter() - start, schedule.size(0), snapshots)
+
+
+def evaluate_snapshots(model, snapshots, train_inputs, train_labels, val_inputs, val_labels) -> list:
+    """The rows of snapshots from ``train_model(evaluate=False)``: the very rows it would record.
+
+    Loads each ``(step, state_dict)`` into ``model`` (the same architecture)
+    and measures both losses; ``model`` ends holding the last snapshot.
+    """
+    device = next(model.parameters()).device
+    x_all, y_all = train_inputs.to(device), train_labels.to(device)
+    history = []
+    for step, state in snapshots:
+        model.load_state_dict(state)
+        history.append(_loss_row(model, step, x_all, y_all, val_inputs, val_labels))
+    model.eval()
+    return history

@@ -1,10 +1,16 @@
-"""Worker processes: each trains one group and writes it to the cache.
+"""Worker processes: each trains groups and writes them to the cache.
 
 ``load_experiment`` trains missing groups side by side on a multi-core CPU:
-the first in its own process, each other one in a worker started here by
-``start_worker``. A worker writes its cache file and exits; the caller then
-loads the file like any other, key checked, so a worker returns nothing but
-success or the error it met.
+the first in its own process, the others in workers started here by
+``start_worker``. A worker runs its jobs in order and exits:
+
+- ``("full", name)`` trains group ``name`` with its evaluations and writes
+  its cache file, which the caller loads like any other, key checked;
+- ``("steps", name)`` runs only the update steps and writes the weight
+  snapshots of the evaluation steps, which the caller evaluates itself
+  (three groups on two cores share the work this way).
+
+So a worker returns nothing but success or the error it met.
 
 Two ways to start one:
 
@@ -14,7 +20,8 @@ Two ways to start one:
   are busy training the other groups.
 - **spawn** (elsewhere, where forking a process that uses threads is not
   safe, or on request): a fresh interpreter runs
-  ``python -m revformer.worker --config JSON --group NAME --steps N --threads T --cache DIR``.
+  ``python -m revformer.worker --config JSON --job full:NAME [--job steps:NAME]
+  --steps N --threads T --cache DIR``.
   It never re-imports the caller's main script, so a script without an
   ``if __name__ == "__main__"`` guard works too.
 """
@@ -31,13 +38,24 @@ def fork_available() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "fork")
 
 
-class ForkedWorker:
-    """One group trained in a forked copy of this process."""
+JOB_KINDS = ("full", "steps")
 
-    def __init__(self, config, name: str, steps: int, threads: int, cache_dir):
+
+def run_jobs(config, jobs, steps: int, cache_dir) -> None:
+    """Run ``jobs`` (``(kind, group name)`` pairs) one after another, in this process."""
+    from .experiment import train_into_cache
+
+    for kind, name in jobs:
+        train_into_cache(config, name, steps, cache_dir, evaluate=kind == "full")
+
+
+class ForkedWorker:
+    """Jobs run in a forked copy of this process."""
+
+    def __init__(self, config, jobs, steps: int, threads: int, cache_dir):
         import warnings
 
-        self.name = name
+        self.name = ", ".join(name for _, name in jobs)
         read_end, write_end = os.pipe()
         with warnings.catch_warnings():
             # Python 3.12+ warns that forking a process with threads may leave
@@ -49,38 +67,47 @@ class ForkedWorker:
             pid = os.fork()
         if pid == 0:  # the child: never returns into the caller's code
             os.close(read_end)
-            _forked_child(write_end, config, name, steps, threads, cache_dir)
+            _forked_child(write_end, config, jobs, steps, threads, cache_dir)
         os.close(write_end)
-        self.pid, self._read, self._ended = pid, read_end, False
+        self.pid, self._read, self._status, self._result = pid, read_end, None, None
+
+    def poll(self) -> int | None:
+        """The exit code if the worker has ended, else None; never blocks."""
+        if self._status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self._status = status
+        return None if self._status is None else os.waitstatus_to_exitcode(self._status)
 
     def wait(self) -> tuple[int, str]:
         """Block until the worker ends; its exit code and, on failure, its traceback."""
-        chunks = []
-        while chunk := os.read(self._read, 65536):
-            chunks.append(chunk)
-        os.close(self._read)
-        _, status = os.waitpid(self.pid, 0)
-        self._ended = True
-        return os.waitstatus_to_exitcode(status), b"".join(chunks).decode(errors="replace")
+        if self._result is None:
+            chunks = []
+            while chunk := os.read(self._read, 65536):
+                chunks.append(chunk)
+            os.close(self._read)
+            self._read = None
+            if self._status is None:
+                self._status = os.waitpid(self.pid, 0)[1]
+            self._result = (os.waitstatus_to_exitcode(self._status), b"".join(chunks).decode(errors="replace"))
+        return self._result
 
     def kill(self) -> None:
         """Stop a worker that is still running (an interrupted caller leaves none behind)."""
         import signal
 
-        if self._ended:
-            return
-        self._ended = True
-        os.kill(self.pid, signal.SIGKILL)
-        os.waitpid(self.pid, 0)
-        os.close(self._read)
+        if self._status is None:
+            os.kill(self.pid, signal.SIGKILL)
+            self._status = os.waitpid(self.pid, 0)[1]
+        if self._read is not None:
+            os.close(self._read)
+            self._read = None
 
 
-def _forked_child(write_end: int, config, name: str, steps: int, threads: int, cache_dir) -> None:
+def _forked_child(write_end: int, config, jobs, steps: int, threads: int, cache_dir) -> None:
     import traceback
 
     import torch
-
-    from .experiment import train_into_cache
 
     code, report = 1, b""
     try:
@@ -88,10 +115,10 @@ def _forked_child(write_end: int, config, name: str, steps: int, threads: int, c
         # belong to the kernel's threads, which a forked child does not have).
         sys.stdout = sys.stderr = open(os.devnull, "w")
         torch.set_num_threads(threads)
-        train_into_cache(config, name, steps, cache_dir)
+        run_jobs(config, jobs, steps, cache_dir)
         code = 0
-    except BaseException:  # reported to the caller through the pipe
-        report = traceback.format_exc().encode()
+    except BaseException:  # reported to the caller through the pipe (its end: a pipe holds 64 KB)
+        report = traceback.format_exc().encode()[-16000:]
     finally:
         try:
             while report:
@@ -101,24 +128,31 @@ def _forked_child(write_end: int, config, name: str, steps: int, threads: int, c
 
 
 class SpawnedWorker:
-    """One group trained in a fresh interpreter (``python -m revformer.worker``)."""
+    """Jobs run in a fresh interpreter (``python -m revformer.worker``)."""
 
-    def __init__(self, config, name: str, steps: int, threads: int, cache_dir):
+    def __init__(self, config, jobs, steps: int, threads: int, cache_dir):
         import subprocess
         from pathlib import Path
 
-        self.name = name
+        self.name = ", ".join(name for _, name in jobs)
         package_root = str(Path(__file__).resolve().parents[1])  # importable however this one was
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), REVFORMER_PROGRESS="0",
                    PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "revformer.worker", "--config", json.dumps(config.to_dict()),
-             "--group", name, "--steps", str(steps), "--threads", str(threads), "--cache", str(cache_dir)],
+             *(arg for kind, name in jobs for arg in ("--job", f"{kind}:{name}")),
+             "--steps", str(steps), "--threads", str(threads), "--cache", str(cache_dir)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._result = None
+
+    def poll(self) -> int | None:
+        return self._proc.poll()
 
     def wait(self) -> tuple[int, str]:
-        out, err = self._proc.communicate()
-        return self._proc.returncode, (err or out).strip()
+        if self._result is None:
+            out, err = self._proc.communicate()
+            self._result = (self._proc.returncode, (err or out).strip())
+        return self._result
 
     def kill(self) -> None:
         if self._proc.poll() is None:
@@ -126,22 +160,27 @@ class SpawnedWorker:
             self._proc.wait()
 
 
-def start_worker(config, name: str, steps: int, threads: int, cache_dir, how: str = "auto"):
-    """Start training group ``name`` in a worker process; ``how``: ``auto``, ``fork`` or ``spawn``."""
+def start_worker(config, jobs, steps: int, threads: int, cache_dir, how: str = "auto"):
+    """Start a worker process that runs ``jobs`` in order: ``(kind, group name)`` pairs,
+    ``kind`` ``"full"`` or ``"steps"``; ``how``: ``auto``, ``fork`` or ``spawn``."""
+    jobs = [tuple(job) for job in jobs]
+    if not jobs or any(len(job) != 2 or job[0] not in JOB_KINDS for job in jobs):
+        raise ValueError(f"jobs must be (kind, group) pairs with kind in {JOB_KINDS}, got {jobs!r}")
     if how not in ("auto", "fork", "spawn"):
         raise ValueError(f"how must be 'auto', 'fork' or 'spawn', got {how!r}")
     if how == "fork" and not fork_available():
         raise ValueError("forking worker processes is only used on Linux; use how='spawn'")
     if how == "fork" or (how == "auto" and fork_available()):
-        return ForkedWorker(config, name, steps, threads, cache_dir)
-    return SpawnedWorker(config, name, steps, threads, cache_dir)
+        return ForkedWorker(config, jobs, steps, threads, cache_dir)
+    return SpawnedWorker(config, jobs, steps, threads, cache_dir)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m revformer.worker",
-                                     description="train one group and write it to the cache")
+                                     description="train groups and write them to the cache")
     parser.add_argument("--config", required=True, help="ExperimentConfig.to_dict() as JSON")
-    parser.add_argument("--group", required=True)
+    parser.add_argument("--job", action="append", required=True, metavar="KIND:GROUP",
+                        help="full:GROUP or steps:GROUP; repeat for several, run in order")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cache", required=True)
@@ -150,11 +189,12 @@ def main(argv=None) -> int:
     import torch
 
     from .config import ExperimentConfig
-    from .experiment import train_into_cache
 
+    jobs = [tuple(job.split(":", 1)) for job in args.job]
+    if any(len(job) != 2 or job[0] not in JOB_KINDS for job in jobs):
+        parser.error(f"--job must be KIND:GROUP with KIND one of {', '.join(JOB_KINDS)}")
     torch.set_num_threads(max(1, args.threads))
-    config = ExperimentConfig.from_dict(json.loads(args.config))
-    print(train_into_cache(config, args.group, args.steps, args.cache))
+    run_jobs(ExperimentConfig.from_dict(json.loads(args.config)), jobs, args.steps, args.cache)
     return 0
 
 
