@@ -22,12 +22,17 @@ def small_config():
 
 
 @pytest.fixture(scope="session")
-def reproduction(tmp_path_factory):
+def reproduction_cache(tmp_path_factory):
+    """$REVFORMER_CACHE when the Makefile sets it (shared with the book build)."""
+    return os.environ.get("REVFORMER_CACHE") or tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def reproduction(tmp_path_factory, reproduction_cache):
     """The full reproduction, once per test session; trained models come from
-    $REVFORMER_CACHE when the Makefile sets it (shared with the book build)."""
+    the cache when it holds them."""
     from revformer.artifacts import reproduce
 
     out = tmp_path_factory.mktemp("reproduce")
-    cache = os.environ.get("REVFORMER_CACHE") or tmp_path_factory.mktemp("cache")
-    experiment = reproduce(out, device="cpu", cache_dir=cache, progress=False)
+    experiment = reproduce(out, device="cpu", cache_dir=reproduction_cache, progress=False)
     return experiment, out

@@ -296,6 +296,25 @@ def test_parallel_training_from_a_script_without_a_main_guard(small_config, tmp_
     assert len(list((tmp_path / "cache").glob("*.pt"))) == 3
 
 
+def test_the_command_reproduces_from_a_warm_cache(reproduction, reproduction_cache, tmp_path):
+    """``python -m revformer reproduce``: the program's own entry point, end to end."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "revformer", "reproduce", "--out", str(out), "--cache",
+                           str(reproduction_cache), "--device", "cpu"], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "(cache)" in done.stdout and "wrote 8 files" in done.stdout
+    assert sorted(p.name for p in out.iterdir()) == sorted(ARTIFACTS)
+    _, first = reproduction
+    assert (out / "ablation.csv").read_text() == (first / "ablation.csv").read_text()
+    bad = subprocess.run([sys.executable, "-m", "revformer", "reproduce", "--out", str(out), "--device", "tpu"],
+                         capture_output=True, text=True, timeout=600)
+    assert bad.returncode == 2 and "tpu" in bad.stderr
+
+
 def test_config_round_trip_and_refusal(small_config):
     from revformer.config import ExperimentConfig
 

@@ -80,12 +80,14 @@ def scaled_dot_product_attention(q, k, v, causal: bool = True):
             f"{list(q.shape)}, {list(k.shape)}, {list(v.shape)}"
         )
     head_dim = q.size(-1)
-    scores = (q @ k.transpose(-2, -1)) / math.sqrt(head_dim)  # [B,H,Tq,T]
+    # Scaled and masked in place (div_, masked_fill_): the product is a new
+    # tensor that nothing else reads, so no second [B,H,Tq,T] is allocated.
+    scores = (q @ k.transpose(-2, -1)).div_(math.sqrt(head_dim))  # [B,H,Tq,T]
     if causal:
         # -inf before the softmax: exp(-inf) = 0, and the visible keys are
         # still normalised to sum to 1. Zeroing after the softmax would not be.
         length, queries = k.size(-2), q.size(-2)
-        scores = scores.masked_fill(causal_mask(length, scores.device)[length - queries:], float("-inf"))
+        scores.masked_fill_(causal_mask(length, scores.device)[length - queries:], float("-inf"))
     weights = softmax_over_keys(scores)  # [B,H,Tq,T], along the keys
     return weights @ v, weights  # [B,H,Tq,Dh], [B,H,Tq,T]
 

@@ -301,7 +301,7 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def run_benchmark(rounds: int = 2, book: bool = False, root: Path | None = None) -> dict:
+def run_benchmark(rounds: int = 3, book: bool = False, root: Path | None = None) -> dict:
     """Everything above; returns the JSON-able record."""
     record = {"date": time.strftime("%Y-%m-%d"), "machine": {
         "platform": platform.platform(), "processor": _cpu_name(),
@@ -373,7 +373,7 @@ def format_report(record: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="revformer bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--book", action="store_true", help="also time make book, a rebuild and chapter 10")
     parser.add_argument("--out", default="bench.json", help="where to write the JSON record")
     args = parser.parse_args(argv)

@@ -46,8 +46,10 @@ class TransformerBlock(nn.Module):
     def forward(self, x, causal: bool | None = None, queries_from: int = 0):
         """``queries_from=p``: only positions ``p..T-1`` come out (``[B,T-p,D]``)."""
         attended, weights = self.attention(self.norm1(x), causal, queries_from)  # [B,T,D], [B,H,T,T]
-        x = x[:, queries_from:] + self.dropout(attended)
-        x = x + self.dropout(self.ffn(self.norm2(x)))
+        # Each sublayer's output is a new tensor that nothing else reads, so
+        # the residual is added into it in place (add_) instead of into a copy.
+        x = self.dropout(attended).add_(x[:, queries_from:])
+        x = self.dropout(self.ffn(self.norm2(x))).add_(x)
         return x, weights
 
 
