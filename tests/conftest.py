@@ -13,6 +13,20 @@ def _deterministic():
 
 
 @pytest.fixture
+def wrong_report(capsys):
+    """Read what an exercise checker printed, after asserting it reported a mistake.
+
+    Returns the output with runs of white space made single, so that a
+    diagnosis is found however the report was wrapped.
+    """
+    def read() -> str:
+        out = " ".join(capsys.readouterr().out.split())
+        assert "not yet" in out and "WRONG" in out, out
+        return out
+    return read
+
+
+@pytest.fixture
 def small_config():
     """A configuration small enough to train in a couple of seconds."""
     return ExperimentConfig(

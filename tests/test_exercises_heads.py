@@ -118,10 +118,9 @@ def test_right_answers_pass(split_fn, merge_fn, capsys):
     (split_fixed_four, "use num_heads, not a fixed 4"),
     (split_no_return, "is the `return` missing?"),
 ])
-def test_each_split_mistake_has_its_diagnosis(split_fn, message, capsys):
+def test_each_split_mistake_has_its_diagnosis(split_fn, message, wrong_report):
     assert check_split_merge(split_fn, merge) is False
-    out = capsys.readouterr().out
-    assert "not yet" in out and "WRONG" in out
+    out = wrong_report()
     assert message in out, out
     assert "merge of [B,H,T,Dh]" in out and "undoes the split exactly" in out  # merge still checked
 
@@ -134,10 +133,9 @@ def test_each_split_mistake_has_its_diagnosis(split_fn, message, capsys):
     (merge_interleaved, "the heads' features are interleaved"),
     (merge_no_reshape, "reshape to [B,T,64]"),
 ])
-def test_each_merge_mistake_has_its_diagnosis(merge_fn, message, capsys):
+def test_each_merge_mistake_has_its_diagnosis(merge_fn, message, wrong_report):
     assert check_split_merge(split, merge_fn) is False
-    out = capsys.readouterr().out
-    assert "not yet" in out and "WRONG" in out
+    out = wrong_report()
     assert message in out, out
 
 

@@ -1,3 +1,4 @@
+import contextlib
 import json
 import os
 import shutil
@@ -148,6 +149,17 @@ def test_slow_machine_lowers_every_group_alike(small_config, tmp_path):
     assert record["lowered"] and "lowered" in record["reason"]
 
 
+@contextlib.contextmanager
+def _threads_of(processes):
+    """This process at the thread count of one of ``processes`` training side by side."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // processes))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize("start, processes", [("fork", 2), ("fork", 3), ("spawn", 2)])
 def test_parallel_training_matches_sequential(small_config, tmp_path, monkeypatch, start, processes):
     """Two processes share three groups (one group's steps in a worker, its
@@ -161,12 +173,9 @@ def test_parallel_training_matches_sequential(small_config, tmp_path, monkeypatc
     splits = make_splits(small_config.data, small_config.task)
     schedule = batch_schedule(splits.train.size(0), small_config.train)
     before = torch.get_num_threads()
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // processes))  # the workers' thread count
-    try:
+    with _threads_of(processes):
         sequential = {g.name: _train_group(small_config, g, splits, schedule, torch.device("cpu"), False)
                       for g in groups}
-    finally:
-        torch.set_num_threads(before)
     parallel = _train_parallel(small_config, groups, splits, schedule, processes, tmp_path, False)
     assert torch.get_num_threads() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
@@ -186,13 +195,9 @@ def test_load_experiment_trains_in_parallel_like_sequentially(small_config, tmp_
     processes = parallel_workers(3, torch.device("cpu"), True)
     if processes == 0:
         pytest.fail("parallel training needs a CPU with at least two cores")
-    before = torch.get_num_threads()
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // processes))
-    try:
+    with _threads_of(processes):
         sequential = load_experiment(small_config, device="cpu", cache_dir=tmp_path / "a", progress=False,
                                      parallel=False)
-    finally:
-        torch.set_num_threads(before)
     parallel = load_experiment(small_config, device="cpu", cache_dir=tmp_path / "b", progress=False, parallel=True)
     for name in GROUP_NAMES:
         assert sequential.run(name).history == parallel.run(name).history

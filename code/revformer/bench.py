@@ -178,12 +178,12 @@ def _timed(command: list[str], env=None, sample_memory: bool = False) -> dict:
             peak[0] = max(peak[0], _tree_rss_bytes(proc.pid))
             time.sleep(0.05)
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    if sample_memory:
+    sampler = threading.Thread(target=sample, daemon=True) if sample_memory else None
+    if sampler:
         sampler.start()
     output, _ = proc.communicate()
     seconds = time.perf_counter() - start
-    if sample_memory:
+    if sampler:
         sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed ({proc.returncode}):\n{output[-3000:]}")

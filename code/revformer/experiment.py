@@ -232,13 +232,19 @@ class Experiment:
         return record
 
 
-def _train_group(config: ExperimentConfig, group: Group, splits: Splits, schedule: torch.Tensor,
-                 device: torch.device, progress: bool | None) -> Run:
+def _fit(config: ExperimentConfig, group: Group, splits: Splits, schedule: torch.Tensor,
+         device: torch.device, progress: bool | None, evaluate: bool = True) -> TrainResult:
+    """``train_model`` on a fresh model of ``group``, with the splits' train and validation sets."""
     train_x, train_y = split_inputs_labels(splits.train)
     val_x, val_y = split_inputs_labels(splits.val)
     model = make_model(group.num_heads, config.train.seed, group.causal, config.model, device)
-    result: TrainResult = train_model(model, train_x, train_y, val_x, val_y, schedule,
-                                      config.train, progress, description=group.name)
+    return train_model(model, train_x, train_y, val_x, val_y, schedule, config.train, progress,
+                       description=group.name, evaluate=evaluate)
+
+
+def _train_group(config: ExperimentConfig, group: Group, splits: Splits, schedule: torch.Tensor,
+                 device: torch.device, progress: bool | None) -> Run:
+    result = _fit(config, group, splits, schedule, device, progress)
     return Run(group, result.model, result.history, result.seconds, result.steps)
 
 
@@ -265,11 +271,7 @@ def train_into_cache(config: ExperimentConfig, name: str, steps: int, cache_dir,
         path = _cache_path(Path(cache_dir), g, key)
         _save_cached(path, key, _train_group(config, g, splits, schedule, device, progress=False))
         return path
-    train_x, train_y = split_inputs_labels(splits.train)
-    val_x, val_y = split_inputs_labels(splits.val)
-    model = make_model(g.num_heads, config.train.seed, g.causal, config.model, device)
-    result = train_model(model, train_x, train_y, val_x, val_y, schedule, config.train,
-                         progress=False, evaluate=False)
+    result = _fit(config, g, splits, schedule, device, progress=False, evaluate=False)
     path = _steps_path(Path(cache_dir), g, key)
     with atomic_path(path) as tmp:
         torch.save({"key": key, "seconds": result.seconds, "history": result.history,
@@ -359,17 +361,22 @@ def _train_parallel(config, groups, splits, schedule, processes, cache_dir, prog
     jobs = [[("full", g.name)] for g in elsewhere]
     if shared is not None:
         jobs[0].insert(0, ("steps", shared.name))
+    cpu = torch.device("cpu")
     workers, runs, failures = [], {}, []
+
+    def keep(run: Run) -> None:  # into the cache at once: an interruption later loses nothing
+        key = cache_key(config, run.group, steps, cpu)
+        _save_cached(_cache_path(cache_dir, run.group, key), key, run)
+        runs[run.group.name] = run
+
     before = torch.get_num_threads()
     try:
         for worker_jobs in jobs:
             workers.append(start_worker(config, worker_jobs, steps, threads, cache_dir, how))
         torch.set_num_threads(threads)  # this process's share, as a worker's
-        for g in [here] + ([shared] if shared is not None else []):
-            runs[g.name] = (_train_group(config, g, splits, schedule, torch.device("cpu"), progress)
-                            if g is here else _finish_from_steps(config, g, splits, steps, cache_dir, workers[0]))
-            key = cache_key(config, g, steps, torch.device("cpu"))
-            _save_cached(_cache_path(cache_dir, g, key), key, runs[g.name])
+        keep(_train_group(config, here, splits, schedule, cpu, progress))
+        if shared is not None:
+            keep(_finish_from_steps(config, shared, splits, steps, cache_dir, workers[0]))
         for worker in workers:
             code, report = worker.wait()
             if code != 0:
@@ -379,13 +386,12 @@ def _train_parallel(config, groups, splits, schedule, processes, cache_dir, prog
         for worker in workers:  # an interrupted caller leaves no worker behind
             worker.kill()
         if shared is not None:  # the snapshots of an interrupted run
-            _steps_path(cache_dir, shared, cache_key(config, shared, steps, torch.device("cpu"))
-                        ).unlink(missing_ok=True)
+            _steps_path(cache_dir, shared, cache_key(config, shared, steps, cpu)).unlink(missing_ok=True)
     if failures:
         raise RuntimeError("training in worker processes failed:\n" + "\n".join(failures))
     for g in elsewhere:
-        key = cache_key(config, g, steps, torch.device("cpu"))
-        run = _load_cached(_cache_path(cache_dir, g, key), key, config, g, torch.device("cpu"))
+        key = cache_key(config, g, steps, cpu)
+        run = _load_cached(_cache_path(cache_dir, g, key), key, config, g, cpu)
         if run is None:
             raise RuntimeError(f"the worker for {g.name} wrote no usable cache file")
         run.from_cache = False
