@@ -152,3 +152,72 @@ def test_fewer_queries_are_the_last_rows_of_the_full_attention():
     torch.testing.assert_close(part_weights, weights[:, :, 10:])
     with pytest.raises(ValueError, match="queries_from"):
         attention(x, queries_from=14)
+
+
+def test_causal_bias_adds_what_masked_fill_sets():
+    scores = torch.randn(3, 4, 14, 14)
+    scores[0, 0, 0, 0] = -0.0  # s + 0 keeps every value (a zero's sign aside)
+    from revformer.attention import causal_bias
+
+    added = scores + causal_bias(14)
+    filled = scores.masked_fill(causal_mask(14), float("-inf"))
+    assert torch.equal(added, filled)
+    assert causal_bias(6, dtype=torch.float64).dtype == torch.float64
+    assert causal_bias(14) is causal_bias(14)  # built once, like the mask
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_softmax_matches_torch_softmax_with_rows_far_apart(dtype):
+    """Scores far above or below the rest still give each row its own softmax."""
+    from revformer.attention import causal_bias, softmax_over_keys
+
+    g = torch.Generator().manual_seed(7)
+    scores = torch.randn(2, 3, 14, 14, generator=g, dtype=dtype) * 4
+    scores[0, 1, 5] -= 60.0      # a whole row far down: the shift moves with it
+    scores[1, 2, 3, 3] -= 900.0  # the query's own key far below its other keys: exp overflows
+    scores[1, 0, 9, 2] += 900.0  # one key far above the rest of its row: the same
+    scores[0, 2, 6, :6] -= 900.0  # every other key far below: their terms underflow to 0
+    scores = scores + causal_bias(14, dtype=dtype)
+    ours = softmax_over_keys(scores)
+    expected = torch.softmax(scores.double(), dim=-1).to(dtype)
+    torch.testing.assert_close(ours, expected)
+    assert torch.isfinite(ours).all()
+    torch.testing.assert_close(ours.sum(-1), torch.ones(2, 3, 14, dtype=dtype))
+    last_rows = softmax_over_keys(scores[..., 9:, :])  # fewer queries: the last rows, own keys 9-13
+    torch.testing.assert_close(last_rows, expected[..., 9:, :])
+
+
+def test_softmax_shortcut_and_its_fallback_agree(monkeypatch):
+    """Shifted by each query's own score when that is safe, by each row's maximum when not."""
+    import revformer.attention as attention
+
+    calls = []
+    row_softmax = attention._row_softmax
+    monkeypatch.setattr(attention, "_row_softmax", lambda s: calls.append(1) or row_softmax(s))
+    g = torch.Generator().manual_seed(8)
+    near = torch.randn(4, 4, 7, 14, generator=g) * 3
+    torch.testing.assert_close(attention.softmax_over_keys(near), torch.softmax(near, dim=-1))
+    assert calls == []  # within reach of the diagonal: no maximum taken
+    far = near.clone()
+    far[2, 1, 4, 0] += 150.0
+    out = attention.softmax_over_keys(far)
+    assert calls == [1]  # one term would overflow: that row is redone with its own maximum
+    assert torch.equal(out[2, 1, 4], row_softmax(far[2, 1, 4]))
+    others = torch.ones(4, 4, 7, dtype=torch.bool)
+    others[2, 1, 4] = False
+    assert torch.equal(out[others], attention.softmax_over_keys(near)[others])
+    torch.testing.assert_close(out, torch.softmax(far, dim=-1))
+
+
+def test_a_querys_weights_ignore_later_rows_bit_for_bit():
+    """Causality holds exactly, not only up to rounding: row i is computed from row i alone."""
+    from revformer.attention import causal_bias, softmax_over_keys
+
+    g = torch.Generator().manual_seed(9)
+    scores = torch.randn(8, 4, 14, 14, generator=g) * 5 + causal_bias(14)
+    changed = scores.clone()
+    changed[..., 10:, :11] = torch.randn(8, 4, 4, 11, generator=g) * 50  # rows 10-13 only
+    changed = changed + causal_bias(14)
+    a, b = softmax_over_keys(scores), softmax_over_keys(changed)
+    assert torch.equal(a[..., :10, :], b[..., :10, :])
+    assert not torch.equal(a[..., 10:, :], b[..., 10:, :])

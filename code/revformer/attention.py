@@ -27,23 +27,77 @@ def causal_mask(size: int, device: torch.device | str = "cpu") -> torch.Tensor:
         return torch.ones(size, size, dtype=torch.bool, device=device).triu(diagonal=1)
 
 
+@lru_cache(maxsize=64)
+def causal_bias(size: int, device: torch.device | str = "cpu",
+                dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``causal_mask`` as numbers to add: ``[T,T]``, -inf where masked, 0 elsewhere.
+
+    ``scores + causal_bias(T)`` equals ``scores.masked_fill(causal_mask(T), -inf)``
+    exactly (``s + 0 = s``), and an addition broadcast over ``[B,H]`` is
+    several times quicker on the CPU than ``masked_fill`` with a broadcast
+    boolean mask. Built once per length, device and dtype, like the mask.
+    """
+    with torch.inference_mode(False):
+        return torch.zeros(size, size, dtype=dtype, device=device).masked_fill_(
+            causal_mask(size, device), float("-inf"))
+
+
+LOG2_E = 1.0 / math.log(2.0)  # e^x = 2^(x log2 e)
+
+
+def _exp_shifted(scores: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """``exp(scores - shift)`` as ``2^((scores - shift) log2 e)``, in a new tensor.
+
+    PyTorch's CPU ``exp`` takes a slow path for every ``-inf`` (each masked
+    score), where ``exp2`` does not: about six times quicker here.
+    """
+    return (scores - shift).mul_(LOG2_E).exp2_()
+
+
+def _row_softmax(scores: torch.Tensor) -> torch.Tensor:
+    """The textbook form: each row shifted by its own maximum."""
+    weights = _exp_shifted(scores, scores.amax(dim=-1, keepdim=True))
+    return weights.div_(weights.sum(dim=-1, keepdim=True))
+
+
 class _SoftmaxOverKeys(torch.autograd.Function):
     """softmax along the last axis, written out, with its backward written out too.
 
-    Forward: ``exp(s - max) / sum(exp(s - max))``; subtracting the row's
-    maximum changes nothing mathematically and keeps ``exp`` from
-    overflowing. Backward: for ``y = softmax(s)`` and upstream gradient
-    ``g``, ``ds = y * (g - sum(g * y))`` along the same axis.
+    Forward: ``exp(s - c) / sum(exp(s - c))`` along a row gives the same
+    weights for any constant ``c`` of that row. The textbook takes the row's
+    largest score, so that no exponent is above 0 and ``exp`` cannot
+    overflow. On the CPU a maximum over every 14 numbers is slow, so ``c``
+    is the query's score for its own key (the diagonal, never masked): one
+    strided read instead. The row then holds ``exp(0) = 1``, so its sum is
+    at least 1 and cannot underflow; should a score lie so far above its
+    diagonal that a term or the sum overflows, that row is redone with its
+    own maximum. Each row reads only its own scores, so a query's weights
+    stay exactly what they were when later positions change. On a
+    GPU the maximum is quick and the check would stop the GPU's queue once
+    a call, so the textbook form runs there.
+
+    Backward: for ``y = softmax(s)`` and upstream gradient ``g``,
+    ``ds = y * (g - sum(g * y))`` along the same axis.
 
     PyTorch's own CPU softmax is slow on rows as short as ours (14 keys);
-    these few plain tensor operations do the same arithmetic in about a third
-    of the time, so training and evaluation spend less time here.
+    these plain tensor operations do the same arithmetic several times
+    quicker, so training and evaluation spend less time here.
     """
 
     @staticmethod
     def forward(ctx, scores):
-        weights = (scores - scores.amax(dim=-1, keepdim=True)).exp_()
-        weights = weights.div_(weights.sum(dim=-1, keepdim=True))
+        queries, keys = scores.shape[-2:] if scores.dim() >= 2 else (0, 0)
+        if scores.device.type == "cpu" and 0 < queries <= keys:
+            # the queries are the last Tq positions: query r's own key is T - Tq + r
+            own = scores.diagonal(offset=keys - queries, dim1=-2, dim2=-1).unsqueeze(-1)  # [...,Tq,1]
+            weights = _exp_shifted(scores, own)
+            totals = weights.sum(dim=-1, keepdim=True)
+            weights = weights.div_(totals)
+            safe = torch.isfinite(totals).squeeze(-1)  # [...,Tq]
+            if not bool(safe.all()):
+                weights[~safe] = _row_softmax(scores[~safe])  # those rows only, [rows,T]
+        else:
+            weights = _row_softmax(scores)
         ctx.save_for_backward(weights)
         return weights
 
@@ -80,14 +134,16 @@ def scaled_dot_product_attention(q, k, v, causal: bool = True):
             f"{list(q.shape)}, {list(k.shape)}, {list(v.shape)}"
         )
     head_dim = q.size(-1)
-    # Scaled and masked in place (div_, masked_fill_): the product is a new
-    # tensor that nothing else reads, so no second [B,H,Tq,T] is allocated.
+    # Scaled and masked in place (div_, add_): the product is a new tensor
+    # that nothing else reads, so no second [B,H,Tq,T] is allocated.
     scores = (q @ k.transpose(-2, -1)).div_(math.sqrt(head_dim))  # [B,H,Tq,T]
     if causal:
         # -inf before the softmax: exp(-inf) = 0, and the visible keys are
         # still normalised to sum to 1. Zeroing after the softmax would not be.
+        # Adding causal_bias (-inf above the diagonal, 0 elsewhere) is the
+        # same as masked_fill(causal_mask, -inf), and quicker.
         length, queries = k.size(-2), q.size(-2)
-        scores.masked_fill_(causal_mask(length, scores.device)[length - queries:], float("-inf"))
+        scores.add_(causal_bias(length, scores.device, scores.dtype)[length - queries:])
     weights = softmax_over_keys(scores)  # [B,H,Tq,T], along the keys
     return weights @ v, weights  # [B,H,Tq,Dh], [B,H,Tq,T]
 
