@@ -160,28 +160,34 @@ def _threads_of(processes):
         torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("start, processes", [("fork", 2), ("fork", 3), ("spawn", 2)])
-def test_parallel_training_matches_sequential(small_config, tmp_path, monkeypatch, start, processes):
-    """Two processes share three groups (one group's steps in a worker, its
-    evaluations here); three give each its own. Both equal one after another."""
+@pytest.mark.parametrize("start, processes, count", [("fork", 2, 3), ("fork", 3, 3), ("spawn", 2, 3),
+                                                      ("fork", 2, 2)])
+def test_parallel_training_matches_sequential(small_config, tmp_path, monkeypatch, start, processes, count):
+    """Two processes share the groups' evaluations; three give each group its own.
+    Either way the runs equal one group after another, bit for bit."""
     from revformer.data import make_splits
-    from revformer.experiment import _train_group, _train_parallel
+    from revformer.experiment import _train_group, _train_parallel, cache_key
     from revformer.train import batch_schedule
 
     monkeypatch.setenv("REVFORMER_WORKER_START", start)
-    groups = [find_group(name) for name in GROUP_NAMES]
+    names = GROUP_NAMES[:count]
+    groups = [find_group(name) for name in names]
     splits = make_splits(small_config.data, small_config.task)
     schedule = batch_schedule(splits.train.size(0), small_config.train)
     before = torch.get_num_threads()
     with _threads_of(processes):
         sequential = {g.name: _train_group(small_config, g, splits, schedule, torch.device("cpu"), False)
                       for g in groups}
+    if processes == 2:  # what a shared run killed outright leaves: cleared, never believed
+        stem = f"{names[1]}-{cache_key(small_config, groups[1], 100, torch.device('cpu'))[:20]}"
+        (tmp_path / f"{stem}.claim-0").touch()
+        (tmp_path / f"{stem}.row-1.json").write_text('{"row": [50, 9.0, 9.0], "seconds": 0}')
     parallel = _train_parallel(small_config, groups, splits, schedule, processes, tmp_path, False)
     assert torch.get_num_threads() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         p.name for p in tmp_path.glob("*.pt") if not p.name.endswith(".steps.pt"))  # no snapshots left
-    assert len(list(tmp_path.glob("*.pt"))) == 3
-    for name in GROUP_NAMES:
+    assert len(list(tmp_path.glob("*.pt"))) == count and sorted(parallel) == sorted(names)
+    for name in names:
         a, b = sequential[name], parallel[name]
         assert a.history == b.history  # bit-identical: same thread count, same operations
         for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()):
@@ -235,8 +241,10 @@ def test_a_worker_that_fails_before_its_steps_stops_the_run(small_config, tmp_pa
 
 
 def _fails_without_evaluation(train_model):
+    caller = os.getpid()
+
     def patched(*args, evaluate=True, **kwargs):
-        if not evaluate:
+        if not evaluate and os.getpid() != caller:  # in the forked worker only
             raise OSError("steps broke")
         return train_model(*args, evaluate=evaluate, **kwargs)
     return patched
@@ -280,6 +288,77 @@ def test_snapshots_evaluated_later_give_the_same_history(small_config):
     assert evaluate_snapshots(later, steps_only.snapshots, tx, ty, vx, vy) == direct.history[1:]
     for x, y in zip(later.state_dict().values(), direct.model.state_dict().values()):
         assert torch.equal(x, y)  # the model ends holding the last snapshot: the trained weights
+
+
+class _FinishedWorker:
+    """Stands in for a worker that has already ended, with ``code`` and ``report``."""
+
+    name = "no_mask"
+
+    def __init__(self, code=0, report=""):
+        self.result = (code, report)
+
+    def poll(self):
+        return self.result[0]
+
+    def wait(self):
+        return self.result
+
+
+def test_the_worker_takes_the_evaluations_left_from_the_last_down(small_config, tmp_path):
+    from revformer.experiment import _claim_path, cache_key, evaluate_shared, train_into_cache
+
+    one_head = find_group("one_head")
+    key = cache_key(small_config, one_head, 100, torch.device("cpu"))
+    _claim_path(tmp_path, one_head, key, 1).touch()  # the caller has reached snapshot 1
+    train_into_cache(small_config, "one_head", 100, tmp_path, evaluate=False)
+    assert evaluate_shared(small_config, "one_head", 100, tmp_path) == 2  # snapshots 3 and 2
+    rows = {p.name.split(".")[-2]: json.loads(p.read_text())["row"] for p in tmp_path.glob("*.row-*.json")}
+    assert sorted(rows) == ["row-2", "row-3"] and [rows["row-2"][0], rows["row-3"][0]] == [75, 100]
+    assert evaluate_shared(small_config, "one_head", 100, tmp_path) == 0  # nothing left to take
+    _claim_path(tmp_path, find_group("no_mask"), cache_key(small_config, find_group("no_mask"), 100,
+                                                           torch.device("cpu")), 3).touch()
+    assert evaluate_shared(small_config, "no_mask", 100, tmp_path) == 0  # lost at once: no steps read
+
+
+def _sequential(config, name):
+    from revformer.data import make_splits
+    from revformer.experiment import _train_group
+    from revformer.train import batch_schedule
+
+    splits = make_splits(config.data, config.task)
+    schedule = batch_schedule(splits.train.size(0), config.train)
+    return splits, schedule, _train_group(config, find_group(name), splits, schedule, torch.device("cpu"), False)
+
+
+def test_rows_from_the_worker_complete_this_processs_runs(small_config, tmp_path):
+    from revformer.experiment import _claim_path, _row_path, _train_shared, cache_key
+
+    one_head = find_group("one_head")
+    key = cache_key(small_config, one_head, 100, torch.device("cpu"))
+    splits, schedule, alone = _sequential(small_config, "one_head")
+    for index in (2, 3):  # what a worker that took the last two evaluations leaves
+        _claim_path(tmp_path, one_head, key, index).touch()
+        write_json(_row_path(tmp_path, one_head, key, index), {"row": list(alone.history[index + 1]),
+                                                               "seconds": 0.5})
+    shared = _train_shared(small_config, [one_head], splits, schedule, tmp_path, _FinishedWorker(), False)
+    run = shared["one_head"]
+    assert run.history == alone.history  # rows from two processes, bit for bit one run's
+    for x, y in zip(run.model.state_dict().values(), alone.model.state_dict().values()):
+        assert torch.equal(x, y)
+    assert run.train_seconds > 1.0  # the update steps, both evaluations here and the worker's two
+
+
+def test_an_evaluation_the_worker_took_and_never_wrote_stops_the_run(small_config, tmp_path):
+    from revformer.experiment import _claim_path, _train_shared, cache_key
+
+    one_head = find_group("one_head")
+    key = cache_key(small_config, one_head, 100, torch.device("cpu"))
+    _claim_path(tmp_path, one_head, key, 3).touch()  # taken by a worker that then failed
+    splits, schedule, _ = _sequential(small_config, "four_heads")
+    with pytest.raises(RuntimeError, match="(?s)exit 1.*evaluation at step 100 of one_head.*disk full"):
+        _train_shared(small_config, [one_head], splits, schedule, tmp_path,
+                      _FinishedWorker(1, "OSError: disk full"), False)
 
 
 def test_parallel_training_from_a_script_without_a_main_guard(small_config, tmp_path):

@@ -27,7 +27,7 @@ from .analysis import (attention_maps, next_answer_weight, prefix_logit_change,
                        reversal_weight)
 from .config import GROUP_NAMES, ExperimentConfig, Group, group as find_group
 from .data import Splits, make_splits, split_inputs_labels
-from .files import atomic_path
+from .files import atomic_path, write_json
 from .generate import Scores, generate, score
 from .model import count_parameters, make_model
 from .train import (Budget, TrainResult, batch_schedule, evaluate_snapshots, progress_enabled,
@@ -252,6 +252,30 @@ def _steps_path(cache_dir: Path, group: Group, key: str) -> Path:
     return cache_dir / f"{group.name}-{key[:20]}.steps.pt"
 
 
+def _claim_path(cache_dir: Path, group: Group, key: str, index: int) -> Path:
+    return cache_dir / f"{group.name}-{key[:20]}.claim-{index}"
+
+
+def _row_path(cache_dir: Path, group: Group, key: str, index: int) -> Path:
+    return cache_dir / f"{group.name}-{key[:20]}.row-{index}.json"
+
+
+def _shared_files(cache_dir: Path, group: Group, key: str) -> list[Path]:
+    """The update-step file, claims and rows of a shared group (never its cache file)."""
+    stem = f"{group.name}-{key[:20]}"
+    return [_steps_path(cache_dir, group, key), *cache_dir.glob(f"{stem}.claim-*"),
+            *cache_dir.glob(f"{stem}.row-*.json")]
+
+
+def _claim(path: Path) -> bool:
+    """True for the one process whose call creates ``path``: the file is a snapshot's claim."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
 def train_into_cache(config: ExperimentConfig, name: str, steps: int, cache_dir,
                      evaluate: bool = True) -> Path:
     """Train one group on the CPU and write the result into ``cache_dir``; return the path.
@@ -260,7 +284,7 @@ def train_into_cache(config: ExperimentConfig, name: str, steps: int, cache_dir,
     file is the group's cache entry, which the caller loads like any cache
     hit, key checked. Without, only the update steps run and the file holds
     the weight snapshots of the evaluation steps and their time, for the
-    caller to evaluate (``_finish_from_steps``).
+    processes to evaluate (``evaluate_shared`` and ``_train_shared``).
     """
     g = find_group(name)
     device = torch.device("cpu")
@@ -279,37 +303,147 @@ def train_into_cache(config: ExperimentConfig, name: str, steps: int, cache_dir,
     return path
 
 
-def _finish_from_steps(config: ExperimentConfig, group: Group, splits: Splits, steps: int,
-                       cache_dir: Path, worker) -> Run:
-    """Evaluate the snapshots that ``worker`` writes for ``group``: its full run.
+def _load_steps(path: Path, key: str, group: Group, running) -> dict:
+    """The update-step file at ``path``, waiting for it while ``running()`` says its writer runs.
 
-    Waits for the file while the worker runs; the history (step 0's row
-    from the worker, the rest from here) is the one the worker would have
-    recorded itself, and the training time is the worker's update steps plus
-    these evaluations, as in ``train_model``.
+    ``running`` returns True while the writer runs, or the reason why not.
     """
     import time
 
-    key = cache_key(config, group, steps, torch.device("cpu"))
-    path = _steps_path(cache_dir, group, key)
     while not path.exists():
-        if worker.poll() is not None and not path.exists():
-            code, report = worker.wait()
-            raise RuntimeError(f"training in worker processes failed:\n{worker.name}: exit {code}, "
-                               f"without the update steps of {group.name}: {report[-800:]}")
+        state = running()
+        if state is not True and not path.exists():
+            raise RuntimeError(f"training in worker processes failed:\n{state}, "
+                               f"without the update steps of {group.name}")
         time.sleep(0.05)
     payload = torch.load(path, map_location="cpu", weights_only=True)
-    path.unlink()
     if payload.get("key") != key:
         raise RuntimeError(f"the update steps of {group.name} belong to another configuration")
+    return payload
+
+
+def _evaluate_claimed(config: ExperimentConfig, group: Group, splits: Splits, snapshots,
+                      claims: list[Path], order) -> dict:
+    """Evaluate snapshots in ``order`` (indices) while this process wins their claims.
+
+    ``snapshots()`` gives the group's snapshots, asked for only once a
+    claim is won. Returns ``{index: (row, seconds)}``. The two processes go
+    through the snapshots in opposite directions, so at the first claim lost
+    every snapshot further on belongs to the other process: stop there.
+    """
+    import time
+
     train_x, train_y = split_inputs_labels(splits.train)
     val_x, val_y = split_inputs_labels(splits.val)
     model = make_model(group.num_heads, config.train.seed, group.causal, config.model)
-    start = time.perf_counter()
-    history = [tuple(row) for row in payload["history"]]
-    history += evaluate_snapshots(model, payload["snapshots"], train_x, train_y, val_x, val_y)
-    seconds = payload["seconds"] + time.perf_counter() - start
-    return Run(group, model.eval(), history, seconds, steps)
+    done = {}
+    for index in order:
+        if not _claim(claims[index]):
+            break
+        start = time.perf_counter()
+        (row,) = evaluate_snapshots(model, snapshots()[index:index + 1], train_x, train_y, val_x, val_y)
+        done[index] = (row, time.perf_counter() - start)
+    return done
+
+
+def evaluate_shared(config: ExperimentConfig, name: str, steps: int, cache_dir) -> int:
+    """The worker's share of group ``name``'s evaluations; how many it took.
+
+    From the last snapshot down, each one the caller has not claimed yet
+    (the caller goes up from the first): whichever process is free does the
+    remaining evaluations, so both end at about the same time however fast
+    each one's own training ran. Each row goes to its own file (written
+    whole, then renamed). The group's update-step file is read only once a
+    claim is won, waiting for it while the caller runs.
+    """
+    g = find_group(name)
+    key = cache_key(config, g, steps, torch.device("cpu"))
+    cache_dir = Path(cache_dir)
+    count = steps // config.train.eval_every
+    caller = os.getppid()
+    payload = {}
+
+    def snapshots():
+        if not payload:
+            running = lambda: os.getppid() == caller or "the calling process ended"  # noqa: E731
+            payload.update(_load_steps(_steps_path(cache_dir, g, key), key, g, running))
+        return payload["snapshots"]
+
+    claims = [_claim_path(cache_dir, g, key, i) for i in range(count)]
+    done = _evaluate_claimed(config, g, make_splits(config.data, config.task), snapshots, claims,
+                             reversed(range(count)))
+    for index, (row, seconds) in done.items():  # JSON keeps every float exactly
+        write_json(_row_path(cache_dir, g, key, index), {"row": list(row), "seconds": seconds})
+    return len(done)
+
+
+def _worker_running(worker):
+    """For ``_load_steps``: True while ``worker`` runs, else its exit code and report."""
+    def running():
+        if worker.poll() is None:
+            return True
+        code, report = worker.wait()
+        return f"{worker.name}: exit {code}: {report[-800:]}"
+    return running
+
+
+def _train_shared(config: ExperimentConfig, groups: list, splits: Splits, schedule: torch.Tensor,
+                  cache_dir: Path, worker, progress: bool | None) -> dict:
+    """Two processes, ``groups`` trained and evaluated between them: their runs.
+
+    This process runs the update steps of the first group and the worker
+    those of the others; every evaluation after step 0 then goes to
+    whichever process is free: this one from the first group's first
+    snapshot up, the worker from the last group's last snapshot down
+    (``evaluate_shared``). Each history is the one one process would have
+    recorded alone, and each training time its update steps plus its
+    evaluations, as in ``train_model``.
+    """
+    here = groups[0]
+    steps, cpu = schedule.size(0), torch.device("cpu")
+    keys = {g.name: cache_key(config, g, steps, cpu) for g in groups}
+    result = _fit(config, here, splits, schedule, cpu, progress, evaluate=False)
+    with atomic_path(_steps_path(cache_dir, here, keys[here.name])) as tmp:  # for the worker to read
+        torch.save({"key": keys[here.name], "seconds": result.seconds, "history": result.history,
+                    "snapshots": result.snapshots}, tmp)
+    payloads = {here.name: {"seconds": result.seconds, "history": result.history,
+                            "snapshots": result.snapshots}}
+
+    def payload(g):
+        if g.name not in payloads:
+            payloads[g.name] = _load_steps(_steps_path(cache_dir, g, keys[g.name]), keys[g.name], g,
+                                           _worker_running(worker))
+        return payloads[g.name]
+
+    count = steps // config.train.eval_every
+    done = {}
+    for g in groups:
+        claims = [_claim_path(cache_dir, g, keys[g.name], i) for i in range(count)]
+        done[g.name] = _evaluate_claimed(config, g, splits, lambda g=g: payload(g)["snapshots"], claims,
+                                         range(count))
+        if len(done[g.name]) < count:
+            break  # the worker has every evaluation from here on
+    code, report = worker.wait()
+    runs = {}
+    for g in groups:
+        rows = done.setdefault(g.name, {})
+        for index in range(count):
+            if index in rows:
+                continue
+            path = _row_path(cache_dir, g, keys[g.name], index)
+            if not path.exists():
+                raise RuntimeError(f"training in worker processes failed:\n{worker.name}: exit {code}, "
+                                   f"without the evaluation at step {(index + 1) * config.train.eval_every} "
+                                   f"of {g.name}: {report[-800:]}")
+            record = json.loads(path.read_text())
+            rows[index] = (tuple(record["row"]), record["seconds"])
+        record = payload(g)
+        model = make_model(g.num_heads, config.train.seed, g.causal, config.model)
+        model.load_state_dict(record["snapshots"][-1][1])  # the trained weights
+        history = [tuple(row) for row in record["history"]] + [rows[i][0] for i in range(count)]
+        seconds = record["seconds"] + sum(seconds for _, seconds in rows.values())
+        runs[g.name] = Run(g, model.eval(), history, seconds, steps)
+    return runs
 
 
 def parallel_workers(missing: int, device: torch.device, parallel: bool | None) -> int:
@@ -333,35 +467,32 @@ def parallel_workers(missing: int, device: torch.device, parallel: bool | None) 
 def _train_parallel(config, groups, splits, schedule, processes, cache_dir, progress) -> dict:
     """Train ``groups`` in ``processes`` processes side by side and return their runs.
 
-    This process trains the first group (``four_heads`` when all are
-    missing: the most work a step); a worker process (``revformer.worker``:
+    This process takes the first group (``four_heads`` when all are
+    missing: the most work a step); worker processes (``revformer.worker``:
     forked on Linux, a fresh interpreter elsewhere or wherever
-    ``REVFORMER_WORKER_START=spawn``) trains each of the others and writes
-    its cache file, loaded here like any other, key checked.
+    ``REVFORMER_WORKER_START=spawn``) take the others.
 
-    With one group more than processes (three groups on two cores), the
-    group with the fewest heads, the least work, is shared out: the first
-    worker runs its update steps before its own group, and this process
-    evaluates the snapshots after its own. The two processes then carry
-    about equal work, where three processes on two cores would leave one
-    core idle at the end while the largest group finishes.
+    - **Two processes** (two cores) share the work: the worker runs the
+      update steps of the other groups, then both evaluate, each taking the
+      next snapshot no one has taken (``_train_shared``). Both end within
+      one evaluation of each other, whichever group is quicker to train.
+    - **One process per group** (more cores): each worker trains its group
+      with its evaluations and writes its cache file, loaded here like any
+      other, key checked.
     """
     from .worker import start_worker
 
     threads = max(1, (os.cpu_count() or 1) // processes)
     steps = schedule.size(0)
+    cpu = torch.device("cpu")
     how = os.environ.get("REVFORMER_WORKER_START", "auto")
     here, *elsewhere = groups
-    shared = None
-    if len(groups) > processes:
-        shared = min(elsewhere, key=lambda g: g.num_heads)
-        elsewhere.remove(shared)
-    if len(elsewhere) != processes - 1:
+    if processes == 2:
+        jobs = [[*(("steps", g.name) for g in elsewhere), *(("evals", g.name) for g in reversed(groups))]]
+    elif len(elsewhere) == processes - 1:
+        jobs = [[("full", g.name)] for g in elsewhere]
+    else:
         raise ValueError(f"cannot share {len(groups)} groups among {processes} processes")
-    jobs = [[("full", g.name)] for g in elsewhere]
-    if shared is not None:
-        jobs[0].insert(0, ("steps", shared.name))
-    cpu = torch.device("cpu")
     workers, runs, failures = [], {}, []
 
     def keep(run: Run) -> None:  # into the cache at once: an interruption later loses nothing
@@ -369,14 +500,24 @@ def _train_parallel(config, groups, splits, schedule, processes, cache_dir, prog
         _save_cached(_cache_path(cache_dir, run.group, key), key, run)
         runs[run.group.name] = run
 
+    def clear_shared() -> None:  # update steps, claims and rows: only finished runs stay
+        if processes == 2:
+            for g in groups:
+                for path in _shared_files(cache_dir, g, cache_key(config, g, steps, cpu)):
+                    path.unlink(missing_ok=True)
+
+    clear_shared()  # what a run killed outright left behind: its claims would never be kept
     before = torch.get_num_threads()
     try:
         for worker_jobs in jobs:
             workers.append(start_worker(config, worker_jobs, steps, threads, cache_dir, how))
         torch.set_num_threads(threads)  # this process's share, as a worker's
-        keep(_train_group(config, here, splits, schedule, cpu, progress))
-        if shared is not None:
-            keep(_finish_from_steps(config, shared, splits, steps, cache_dir, workers[0]))
+        if processes == 2:
+            for run in _train_shared(config, groups, splits, schedule, cache_dir, workers[0],
+                                     progress).values():
+                keep(run)
+        else:
+            keep(_train_group(config, here, splits, schedule, cpu, progress))
         for worker in workers:
             code, report = worker.wait()
             if code != 0:
@@ -385,11 +526,12 @@ def _train_parallel(config, groups, splits, schedule, processes, cache_dir, prog
         torch.set_num_threads(before)
         for worker in workers:  # an interrupted caller leaves no worker behind
             worker.kill()
-        if shared is not None:  # the snapshots of an interrupted run
-            _steps_path(cache_dir, shared, cache_key(config, shared, steps, cpu)).unlink(missing_ok=True)
+        clear_shared()
     if failures:
         raise RuntimeError("training in worker processes failed:\n" + "\n".join(failures))
     for g in elsewhere:
+        if g.name in runs:
+            continue
         key = cache_key(config, g, steps, cpu)
         run = _load_cached(_cache_path(cache_dir, g, key), key, config, g, cpu)
         if run is None:

@@ -7,8 +7,10 @@ the first in its own process, the others in workers started here by
 - ``("full", name)`` trains group ``name`` with its evaluations and writes
   its cache file, which the caller loads like any other, key checked;
 - ``("steps", name)`` runs only the update steps and writes the weight
-  snapshots of the evaluation steps, which the caller evaluates itself
-  (three groups on two cores share the work this way).
+  snapshots of the evaluation steps, for the processes to evaluate;
+- ``("evals", name)`` evaluates those snapshots of group ``name`` that the
+  caller has not yet taken, from the last down, each into its own row file
+  (on two cores the caller and one worker share the evaluations this way).
 
 So a worker returns nothing but success or the error it met.
 
@@ -20,7 +22,7 @@ Two ways to start one:
   are busy training the other groups.
 - **spawn** (elsewhere, where forking a process that uses threads is not
   safe, or on request): a fresh interpreter runs
-  ``python -m revformer.worker --config JSON --job full:NAME [--job steps:NAME]
+  ``python -m revformer.worker --config JSON --job KIND:NAME [--job KIND:NAME ...]
   --steps N --threads T --cache DIR``.
   It never re-imports the caller's main script, so a script without an
   ``if __name__ == "__main__"`` guard works too.
@@ -38,15 +40,18 @@ def fork_available() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "fork")
 
 
-JOB_KINDS = ("full", "steps")
+JOB_KINDS = ("full", "steps", "evals")
 
 
 def run_jobs(config, jobs, steps: int, cache_dir) -> None:
     """Run ``jobs`` (``(kind, group name)`` pairs) one after another, in this process."""
-    from .experiment import train_into_cache
+    from .experiment import evaluate_shared, train_into_cache
 
     for kind, name in jobs:
-        train_into_cache(config, name, steps, cache_dir, evaluate=kind == "full")
+        if kind == "evals":
+            evaluate_shared(config, name, steps, cache_dir)
+        else:
+            train_into_cache(config, name, steps, cache_dir, evaluate=kind == "full")
 
 
 class ForkedWorker:
@@ -55,7 +60,7 @@ class ForkedWorker:
     def __init__(self, config, jobs, steps: int, threads: int, cache_dir):
         import warnings
 
-        self.name = ", ".join(name for _, name in jobs)
+        self.name = ", ".join(dict.fromkeys(name for _, name in jobs))  # each group once
         read_end, write_end = os.pipe()
         with warnings.catch_warnings():
             # Python 3.12+ warns that forking a process with threads may leave
@@ -134,7 +139,7 @@ class SpawnedWorker:
         import subprocess
         from pathlib import Path
 
-        self.name = ", ".join(name for _, name in jobs)
+        self.name = ", ".join(dict.fromkeys(name for _, name in jobs))  # each group once
         package_root = str(Path(__file__).resolve().parents[1])  # importable however this one was
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), REVFORMER_PROGRESS="0",
                    PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
@@ -162,7 +167,7 @@ class SpawnedWorker:
 
 def start_worker(config, jobs, steps: int, threads: int, cache_dir, how: str = "auto"):
     """Start a worker process that runs ``jobs`` in order: ``(kind, group name)`` pairs,
-    ``kind`` ``"full"`` or ``"steps"``; ``how``: ``auto``, ``fork`` or ``spawn``."""
+    ``kind`` one of ``JOB_KINDS``; ``how``: ``auto``, ``fork`` or ``spawn``."""
     jobs = [tuple(job) for job in jobs]
     if not jobs or any(len(job) != 2 or job[0] not in JOB_KINDS for job in jobs):
         raise ValueError(f"jobs must be (kind, group) pairs with kind in {JOB_KINDS}, got {jobs!r}")
@@ -180,7 +185,7 @@ def main(argv=None) -> int:
                                      description="train groups and write them to the cache")
     parser.add_argument("--config", required=True, help="ExperimentConfig.to_dict() as JSON")
     parser.add_argument("--job", action="append", required=True, metavar="KIND:GROUP",
-                        help="full:GROUP or steps:GROUP; repeat for several, run in order")
+                        help="full:GROUP, steps:GROUP or evals:GROUP; repeat for several, run in order")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cache", required=True)
