@@ -386,11 +386,12 @@ def test_the_command_reproduces_from_a_warm_cache(reproduction, reproduction_cac
     import sys
 
     out = tmp_path / "out"
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as in a pipe
     done = subprocess.run([sys.executable, "-m", "revformer", "reproduce", "--out", str(out), "--cache",
                            str(reproduction_cache), "--device", "cpu"], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, env=buffered)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "(cache)" in done.stdout and "wrote 8 files" in done.stdout
+    assert "(cache)" in done.stdout and "wrote 8 files" in done.stdout  # printed last, still all there
     assert sorted(p.name for p in out.iterdir()) == sorted(ARTIFACTS)
     _, first = reproduction
     assert (out / "ablation.csv").read_text() == (first / "ablation.csv").read_text()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 
 
@@ -56,9 +57,14 @@ def command() -> None:
     Python's cyclic garbage collector is kept off PyTorch's objects, the
     hundred thousand and more that importing it creates: off while they are
     made (collections that would free nothing), then frozen (``gc.freeze``)
-    so that later collections and the last one at exit skip them. Together
-    about half a second of a run, most of it while the other cores wait.
-    Every file is written and closed before the exit.
+    so that later collections skip them. Together about half a second of a
+    run, most of it while the other cores wait.
+
+    Once ``main`` has returned, every file is written and closed, so the
+    process ends at once (``os._exit`` after flushing its two streams)
+    instead of tearing down each module and tensor first, which the system
+    does anyway: another tenth of a second. An error still leaves the usual
+    way, with its traceback.
     """
     if len(sys.argv) > 1 and sys.argv[1] in ("reproduce", "bench"):
         gc.disable()
@@ -67,8 +73,9 @@ def command() -> None:
         gc.freeze()
         gc.enable()
     code = main()
-    gc.freeze()
-    sys.exit(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
