@@ -323,13 +323,14 @@ def _load_steps(path: Path, key: str, group: Group, running) -> dict:
 
 
 def _evaluate_claimed(config: ExperimentConfig, group: Group, splits: Splits, snapshots,
-                      claims: list[Path], order) -> dict:
+                      claims: list[Path], order, bar=None) -> dict:
     """Evaluate snapshots in ``order`` (indices) while this process wins their claims.
 
     ``snapshots()`` gives the group's snapshots, asked for only once a
     claim is won. Returns ``{index: (row, seconds)}``. The two processes go
     through the snapshots in opposite directions, so at the first claim lost
     every snapshot further on belongs to the other process: stop there.
+    A progress ``bar``, if given, moves on by one per evaluation.
     """
     import time
 
@@ -343,6 +344,8 @@ def _evaluate_claimed(config: ExperimentConfig, group: Group, splits: Splits, sn
         start = time.perf_counter()
         (row,) = evaluate_snapshots(model, snapshots()[index:index + 1], train_x, train_y, val_x, val_y)
         done[index] = (row, time.perf_counter() - start)
+        if bar is not None:
+            bar.update(1)
     return done
 
 
@@ -415,15 +418,20 @@ def _train_shared(config: ExperimentConfig, groups: list, splits: Splits, schedu
                                            _worker_running(worker))
         return payloads[g.name]
 
+    from tqdm.auto import tqdm  # imported here: the notebook flavour needs ipywidgets
+
     count = steps // config.train.eval_every
     done = {}
-    for g in groups:
-        claims = [_claim_path(cache_dir, g, keys[g.name], i) for i in range(count)]
-        done[g.name] = _evaluate_claimed(config, g, splits, lambda g=g: payload(g)["snapshots"], claims,
-                                         range(count))
-        if len(done[g.name]) < count:
-            break  # the worker has every evaluation from here on
-    code, report = worker.wait()
+    with tqdm(total=count * len(groups), desc="evaluations, shared", leave=False, dynamic_ncols=True,
+              disable=not progress_enabled(progress)) as bar:
+        for g in groups:
+            claims = [_claim_path(cache_dir, g, keys[g.name], i) for i in range(count)]
+            done[g.name] = _evaluate_claimed(config, g, splits, lambda g=g: payload(g)["snapshots"],
+                                             claims, range(count), bar)
+            if len(done[g.name]) < count:
+                break  # the worker has every evaluation from here on
+        bar.set_postfix_str("waiting for the worker's")
+        code, report = worker.wait()
     runs = {}
     for g in groups:
         rows = done.setdefault(g.name, {})
