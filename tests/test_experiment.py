@@ -321,6 +321,29 @@ def test_the_worker_takes_the_evaluations_left_from_the_last_down(small_config, 
     assert evaluate_shared(small_config, "no_mask", 100, tmp_path) == 0  # lost at once: no steps read
 
 
+def test_the_worker_stops_waiting_when_its_caller_has_gone(small_config, tmp_path):
+    """A caller killed outright never writes its update steps: the worker must not wait forever."""
+    from revformer.experiment import evaluate_shared
+
+    import threading
+
+    not_our_parent = os.getpid()  # as after the caller died and this process was adopted
+    errors = []
+
+    def worker():
+        try:
+            evaluate_shared(small_config, "four_heads", 100, tmp_path, caller=not_our_parent)
+        except RuntimeError as error:
+            errors.append(str(error))
+
+    thread = threading.Thread(target=worker, daemon=True)  # a wait that never ends fails, not hangs
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "the worker still waits for a caller that has gone"
+    assert len(errors) == 1 and f"calling process {not_our_parent} has ended" in errors[0]
+    assert "update steps of four_heads" in errors[0]
+
+
 def _sequential(config, name):
     from revformer.data import make_splits
     from revformer.experiment import _train_group

@@ -349,7 +349,8 @@ def _evaluate_claimed(config: ExperimentConfig, group: Group, splits: Splits, sn
     return done
 
 
-def evaluate_shared(config: ExperimentConfig, name: str, steps: int, cache_dir) -> int:
+def evaluate_shared(config: ExperimentConfig, name: str, steps: int, cache_dir,
+                    caller: int | None = None) -> int:
     """The worker's share of group ``name``'s evaluations; how many it took.
 
     From the last snapshot down, each one the caller has not claimed yet
@@ -357,18 +358,22 @@ def evaluate_shared(config: ExperimentConfig, name: str, steps: int, cache_dir) 
     remaining evaluations, so both end at about the same time however fast
     each one's own training ran. Each row goes to its own file (written
     whole, then renamed). The group's update-step file is read only once a
-    claim is won, waiting for it while the caller runs.
+    claim is won, waiting for it while the caller (process id ``caller``,
+    by default this process's parent) is still this process's parent: a
+    caller killed outright never writes it.
     """
     g = find_group(name)
     key = cache_key(config, g, steps, torch.device("cpu"))
     cache_dir = Path(cache_dir)
     count = steps // config.train.eval_every
-    caller = os.getppid()
+    caller = os.getppid() if caller is None else caller
     payload = {}
+
+    def running():
+        return os.getppid() == caller or f"the calling process {caller} has ended"
 
     def snapshots():
         if not payload:
-            running = lambda: os.getppid() == caller or "the calling process ended"  # noqa: E731
             payload.update(_load_steps(_steps_path(cache_dir, g, key), key, g, running))
         return payload["snapshots"]
 

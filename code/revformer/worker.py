@@ -43,13 +43,17 @@ def fork_available() -> bool:
 JOB_KINDS = ("full", "steps", "evals")
 
 
-def run_jobs(config, jobs, steps: int, cache_dir) -> None:
-    """Run ``jobs`` (``(kind, group name)`` pairs) one after another, in this process."""
+def run_jobs(config, jobs, steps: int, cache_dir, caller: int | None = None) -> None:
+    """Run ``jobs`` (``(kind, group name)`` pairs) one after another, in this process.
+
+    ``caller``: the process id of the caller, whose files an ``evals`` job
+    may wait for only while that process lives.
+    """
     from .experiment import evaluate_shared, train_into_cache
 
     for kind, name in jobs:
         if kind == "evals":
-            evaluate_shared(config, name, steps, cache_dir)
+            evaluate_shared(config, name, steps, cache_dir, caller)
         else:
             train_into_cache(config, name, steps, cache_dir, evaluate=kind == "full")
 
@@ -62,6 +66,7 @@ class ForkedWorker:
 
         self.name = ", ".join(dict.fromkeys(name for _, name in jobs))  # each group once
         read_end, write_end = os.pipe()
+        caller = os.getpid()
         with warnings.catch_warnings():
             # Python 3.12+ warns that forking a process with threads may leave
             # the child waiting on a lock another thread held. This child takes
@@ -72,7 +77,7 @@ class ForkedWorker:
             pid = os.fork()
         if pid == 0:  # the child: never returns into the caller's code
             os.close(read_end)
-            _forked_child(write_end, config, jobs, steps, threads, cache_dir)
+            _forked_child(write_end, config, jobs, steps, threads, cache_dir, caller)
         os.close(write_end)
         self.pid, self._read, self._status, self._result = pid, read_end, None, None
 
@@ -109,7 +114,8 @@ class ForkedWorker:
             self._read = None
 
 
-def _forked_child(write_end: int, config, jobs, steps: int, threads: int, cache_dir) -> None:
+def _forked_child(write_end: int, config, jobs, steps: int, threads: int, cache_dir,
+                  caller: int) -> None:
     import traceback
 
     import torch
@@ -120,7 +126,7 @@ def _forked_child(write_end: int, config, jobs, steps: int, threads: int, cache_
         # belong to the kernel's threads, which a forked child does not have).
         sys.stdout = sys.stderr = open(os.devnull, "w")
         torch.set_num_threads(threads)
-        run_jobs(config, jobs, steps, cache_dir)
+        run_jobs(config, jobs, steps, cache_dir, caller)
         code = 0
     except BaseException:  # reported to the caller through the pipe (its end: a pipe holds 64 KB)
         report = traceback.format_exc().encode()[-16000:]
@@ -146,7 +152,8 @@ class SpawnedWorker:
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "revformer.worker", "--config", json.dumps(config.to_dict()),
              *(arg for kind, name in jobs for arg in ("--job", f"{kind}:{name}")),
-             "--steps", str(steps), "--threads", str(threads), "--cache", str(cache_dir)],
+             "--steps", str(steps), "--threads", str(threads), "--cache", str(cache_dir),
+             "--caller", str(os.getpid())],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self._result = None
 
@@ -189,6 +196,8 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cache", required=True)
+    parser.add_argument("--caller", type=int, default=None,
+                        help="the calling process's id: evals jobs wait for its files only while it runs")
     args = parser.parse_args(argv)
 
     import torch
@@ -199,7 +208,7 @@ def main(argv=None) -> int:
     if any(len(job) != 2 or job[0] not in JOB_KINDS for job in jobs):
         parser.error(f"--job must be KIND:GROUP with KIND one of {', '.join(JOB_KINDS)}")
     torch.set_num_threads(max(1, args.threads))
-    run_jobs(ExperimentConfig.from_dict(json.loads(args.config)), jobs, args.steps, args.cache)
+    run_jobs(ExperimentConfig.from_dict(json.loads(args.config)), jobs, args.steps, args.cache, args.caller)
     return 0
 
 
