@@ -160,20 +160,26 @@ def _threads_of(processes):
         torch.set_num_threads(before)
 
 
+def _splits_and_schedule(config):
+    """The splits of ``config`` and its shared batch schedule, as ``load_experiment`` makes them."""
+    from revformer.data import make_splits
+    from revformer.train import batch_schedule
+
+    splits = make_splits(config.data, config.task)
+    return splits, batch_schedule(splits.train.size(0), config.train)
+
+
 @pytest.mark.parametrize("start, processes, count", [("fork", 2, 3), ("fork", 3, 3), ("spawn", 2, 3),
                                                       ("fork", 2, 2)])
 def test_parallel_training_matches_sequential(small_config, tmp_path, monkeypatch, start, processes, count):
     """Two processes share the groups' evaluations; three give each group its own.
     Either way the runs equal one group after another, bit for bit."""
-    from revformer.data import make_splits
     from revformer.experiment import _train_group, _train_parallel, cache_key
-    from revformer.train import batch_schedule
 
     monkeypatch.setenv("REVFORMER_WORKER_START", start)
     names = GROUP_NAMES[:count]
     groups = [find_group(name) for name in names]
-    splits = make_splits(small_config.data, small_config.task)
-    schedule = batch_schedule(splits.train.size(0), small_config.train)
+    splits, schedule = _splits_and_schedule(small_config)
     before = torch.get_num_threads()
     with _threads_of(processes):
         sequential = {g.name: _train_group(small_config, g, splits, schedule, torch.device("cpu"), False)
@@ -225,15 +231,12 @@ def test_a_failing_worker_reports_its_error(small_config, tmp_path, start):
 
 def test_a_worker_that_fails_before_its_steps_stops_the_run(small_config, tmp_path, monkeypatch):
     """The process waiting for another group's update steps hears why they never came."""
-    from revformer.data import make_splits
     from revformer.experiment import _train_parallel
-    from revformer.train import batch_schedule
 
     monkeypatch.setenv("REVFORMER_WORKER_START", "fork")
     monkeypatch.setattr("revformer.experiment.train_model", _fails_without_evaluation(
         __import__("revformer.experiment", fromlist=["train_model"]).train_model))
-    splits = make_splits(small_config.data, small_config.task)
-    schedule = batch_schedule(splits.train.size(0), small_config.train)
+    splits, schedule = _splits_and_schedule(small_config)
     groups = [find_group(name) for name in GROUP_NAMES]
     with pytest.raises(RuntimeError, match="(?s)worker processes failed.*one_head.*steps broke"):
         _train_parallel(small_config, groups, splits, schedule, 2, tmp_path, False)
@@ -271,14 +274,13 @@ def test_an_interrupted_caller_leaves_no_worker_behind(small_config, tmp_path):
 
 
 def test_snapshots_evaluated_later_give_the_same_history(small_config):
-    from revformer.data import make_splits, split_inputs_labels
+    from revformer.data import split_inputs_labels
     from revformer.model import make_model
-    from revformer.train import batch_schedule, evaluate_snapshots, train_model
+    from revformer.train import evaluate_snapshots, train_model
 
-    splits = make_splits(small_config.data, small_config.task)
+    splits, schedule = _splits_and_schedule(small_config)
     tx, ty = split_inputs_labels(splits.train)
     vx, vy = split_inputs_labels(splits.val)
-    schedule = batch_schedule(tx.size(0), small_config.train)
     direct = train_model(make_model(), tx, ty, vx, vy, schedule, small_config.train, progress=False)
     steps_only = train_model(make_model(), tx, ty, vx, vy, schedule, small_config.train, progress=False,
                              evaluate=False)
@@ -345,12 +347,10 @@ def test_the_worker_stops_waiting_when_its_caller_has_gone(small_config, tmp_pat
 
 
 def _sequential(config, name):
-    from revformer.data import make_splits
+    """The splits, the schedule and group ``name`` trained alone in this process."""
     from revformer.experiment import _train_group
-    from revformer.train import batch_schedule
 
-    splits = make_splits(config.data, config.task)
-    schedule = batch_schedule(splits.train.size(0), config.train)
+    splits, schedule = _splits_and_schedule(config)
     return splits, schedule, _train_group(config, find_group(name), splits, schedule, torch.device("cpu"), False)
 
 
@@ -378,7 +378,7 @@ def test_an_evaluation_the_worker_took_and_never_wrote_stops_the_run(small_confi
     one_head = find_group("one_head")
     key = cache_key(small_config, one_head, 100, torch.device("cpu"))
     _claim_path(tmp_path, one_head, key, 3).touch()  # taken by a worker that then failed
-    splits, schedule, _ = _sequential(small_config, "four_heads")
+    splits, schedule = _splits_and_schedule(small_config)
     with pytest.raises(RuntimeError, match="(?s)exit 1.*evaluation at step 100 of one_head.*disk full"):
         _train_shared(small_config, [one_head], splits, schedule, tmp_path,
                       _FinishedWorker(1, "OSError: disk full"), False)

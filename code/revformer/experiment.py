@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,8 +71,13 @@ def _report(message: str) -> None:
     print(f"revformer: {message}", file=sys.stderr)
 
 
+def _stem(group: Group, key: str) -> str:
+    """The start of every file name of ``group`` under ``key``: its cache file and the rest."""
+    return f"{group.name}-{key[:20]}"
+
+
 def _cache_path(cache_dir: Path, group: Group, key: str) -> Path:
-    return cache_dir / f"{group.name}-{key[:20]}.pt"
+    return cache_dir / f"{_stem(group, key)}.pt"
 
 
 def _load_cached(path: Path, key: str, config: ExperimentConfig, group: Group,
@@ -249,20 +255,20 @@ def _train_group(config: ExperimentConfig, group: Group, splits: Splits, schedul
 
 
 def _steps_path(cache_dir: Path, group: Group, key: str) -> Path:
-    return cache_dir / f"{group.name}-{key[:20]}.steps.pt"
+    return cache_dir / f"{_stem(group, key)}.steps.pt"
 
 
 def _claim_path(cache_dir: Path, group: Group, key: str, index: int) -> Path:
-    return cache_dir / f"{group.name}-{key[:20]}.claim-{index}"
+    return cache_dir / f"{_stem(group, key)}.claim-{index}"
 
 
 def _row_path(cache_dir: Path, group: Group, key: str, index: int) -> Path:
-    return cache_dir / f"{group.name}-{key[:20]}.row-{index}.json"
+    return cache_dir / f"{_stem(group, key)}.row-{index}.json"
 
 
 def _shared_files(cache_dir: Path, group: Group, key: str) -> list[Path]:
     """The update-step file, claims and rows of a shared group (never its cache file)."""
-    stem = f"{group.name}-{key[:20]}"
+    stem = _stem(group, key)
     return [_steps_path(cache_dir, group, key), *cache_dir.glob(f"{stem}.claim-*"),
             *cache_dir.glob(f"{stem}.row-*.json")]
 
@@ -274,6 +280,15 @@ def _claim(path: Path) -> bool:
     except FileExistsError:
         return False
     return True
+
+
+def _save_steps(cache_dir: Path, group: Group, key: str, result: TrainResult) -> dict:
+    """Write the update-step file of ``result`` (``train_model(evaluate=False)``); its payload."""
+    payload = {"key": key, "seconds": result.seconds, "history": result.history,
+               "snapshots": result.snapshots}
+    with atomic_path(_steps_path(cache_dir, group, key)) as tmp:
+        torch.save(payload, tmp)
+    return payload
 
 
 def train_into_cache(config: ExperimentConfig, name: str, steps: int, cache_dir,
@@ -295,12 +310,9 @@ def train_into_cache(config: ExperimentConfig, name: str, steps: int, cache_dir,
         path = _cache_path(Path(cache_dir), g, key)
         _save_cached(path, key, _train_group(config, g, splits, schedule, device, progress=False))
         return path
-    result = _fit(config, g, splits, schedule, device, progress=False, evaluate=False)
-    path = _steps_path(Path(cache_dir), g, key)
-    with atomic_path(path) as tmp:
-        torch.save({"key": key, "seconds": result.seconds, "history": result.history,
-                    "snapshots": result.snapshots}, tmp)
-    return path
+    _save_steps(Path(cache_dir), g, key, _fit(config, g, splits, schedule, device, progress=False,
+                                              evaluate=False))
+    return _steps_path(Path(cache_dir), g, key)
 
 
 def _load_steps(path: Path, key: str, group: Group, running) -> dict:
@@ -308,8 +320,6 @@ def _load_steps(path: Path, key: str, group: Group, running) -> dict:
 
     ``running`` returns True while the writer runs, or the reason why not.
     """
-    import time
-
     while not path.exists():
         state = running()
         if state is not True and not path.exists():
@@ -332,8 +342,6 @@ def _evaluate_claimed(config: ExperimentConfig, group: Group, splits: Splits, sn
     every snapshot further on belongs to the other process: stop there.
     A progress ``bar``, if given, moves on by one per evaluation.
     """
-    import time
-
     train_x, train_y = split_inputs_labels(splits.train)
     val_x, val_y = split_inputs_labels(splits.val)
     model = make_model(group.num_heads, config.train.seed, group.causal, config.model)
@@ -411,11 +419,7 @@ def _train_shared(config: ExperimentConfig, groups: list, splits: Splits, schedu
     steps, cpu = schedule.size(0), torch.device("cpu")
     keys = {g.name: cache_key(config, g, steps, cpu) for g in groups}
     result = _fit(config, here, splits, schedule, cpu, progress, evaluate=False)
-    with atomic_path(_steps_path(cache_dir, here, keys[here.name])) as tmp:  # for the worker to read
-        torch.save({"key": keys[here.name], "seconds": result.seconds, "history": result.history,
-                    "snapshots": result.snapshots}, tmp)
-    payloads = {here.name: {"seconds": result.seconds, "history": result.history,
-                            "snapshots": result.snapshots}}
+    payloads = {here.name: _save_steps(cache_dir, here, keys[here.name], result)}  # for the worker too
 
     def payload(g):
         if g.name not in payloads:

@@ -43,6 +43,16 @@ def fork_available() -> bool:
 JOB_KINDS = ("full", "steps", "evals")
 
 
+def _well_formed(jobs) -> bool:
+    """Every job a ``(kind, group name)`` pair with ``kind`` in ``JOB_KINDS``."""
+    return all(len(job) == 2 and job[0] in JOB_KINDS for job in jobs)
+
+
+def _worker_name(jobs) -> str:
+    """The groups a worker's jobs touch, each once, in order: how its errors name it."""
+    return ", ".join(dict.fromkeys(name for _, name in jobs))
+
+
 def run_jobs(config, jobs, steps: int, cache_dir, caller: int | None = None) -> None:
     """Run ``jobs`` (``(kind, group name)`` pairs) one after another, in this process.
 
@@ -64,7 +74,7 @@ class ForkedWorker:
     def __init__(self, config, jobs, steps: int, threads: int, cache_dir):
         import warnings
 
-        self.name = ", ".join(dict.fromkeys(name for _, name in jobs))  # each group once
+        self.name = _worker_name(jobs)
         read_end, write_end = os.pipe()
         caller = os.getpid()
         with warnings.catch_warnings():
@@ -145,7 +155,7 @@ class SpawnedWorker:
         import subprocess
         from pathlib import Path
 
-        self.name = ", ".join(dict.fromkeys(name for _, name in jobs))  # each group once
+        self.name = _worker_name(jobs)
         package_root = str(Path(__file__).resolve().parents[1])  # importable however this one was
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), REVFORMER_PROGRESS="0",
                    PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
@@ -176,7 +186,7 @@ def start_worker(config, jobs, steps: int, threads: int, cache_dir, how: str = "
     """Start a worker process that runs ``jobs`` in order: ``(kind, group name)`` pairs,
     ``kind`` one of ``JOB_KINDS``; ``how``: ``auto``, ``fork`` or ``spawn``."""
     jobs = [tuple(job) for job in jobs]
-    if not jobs or any(len(job) != 2 or job[0] not in JOB_KINDS for job in jobs):
+    if not jobs or not _well_formed(jobs):
         raise ValueError(f"jobs must be (kind, group) pairs with kind in {JOB_KINDS}, got {jobs!r}")
     if how not in ("auto", "fork", "spawn"):
         raise ValueError(f"how must be 'auto', 'fork' or 'spawn', got {how!r}")
@@ -205,7 +215,7 @@ def main(argv=None) -> int:
     from .config import ExperimentConfig
 
     jobs = [tuple(job.split(":", 1)) for job in args.job]
-    if any(len(job) != 2 or job[0] not in JOB_KINDS for job in jobs):
+    if not _well_formed(jobs):
         parser.error(f"--job must be KIND:GROUP with KIND one of {', '.join(JOB_KINDS)}")
     torch.set_num_threads(max(1, args.threads))
     run_jobs(ExperimentConfig.from_dict(json.loads(args.config)), jobs, args.steps, args.cache, args.caller)
