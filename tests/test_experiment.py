@@ -457,3 +457,37 @@ def test_cli_reports_bad_device(capsys):
     with pytest.raises(SystemExit):
         cli.main(["reproduce", "--out", "x", "--device", "tpu"])
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_the_command_keeps_freed_memory_for_reuse():
+    """After ``keep_freed_memory`` a freed tensor's block stays in the heap for the next one.
+
+    By default glibc maps a block this large from the system on its own and
+    gives it back when freed; the command's settings keep it. Each case runs
+    in a fresh interpreter, so that no earlier allocation has moved glibc's
+    own threshold.
+    """
+    import subprocess
+    import sys
+
+    script = (
+        "import ctypes, sys, torch\n"
+        "from revformer.cli import keep_freed_memory\n"
+        "class Info(ctypes.Structure):\n"
+        "    _fields_ = [(n, ctypes.c_size_t) for n in ('arena', 'ordblks', 'smblks', 'hblks', "
+        "'hblkhd', 'usmblks', 'fsmblks', 'uordblks', 'fordblks', 'keepcost')]\n"
+        "libc = ctypes.CDLL(None)\n"
+        "libc.mallinfo2.restype = Info\n"
+        "applied = keep_freed_memory() if sys.argv[1] == 'on' else None\n"
+        "block = torch.empty(6 * 2**20).fill_(1.0)  # 24 MiB, every page touched\n"
+        "del block\n"
+        "print(applied, libc.mallinfo2().fordblks // 2**20)\n")  # MiB free inside the process
+    kept = {}
+    for case in ("off", "on"):
+        done = subprocess.run([sys.executable, "-c", script, case], capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        applied, free_mib = done.stdout.split()
+        kept[case] = (applied, int(free_mib))
+    assert kept["off"][0] == "None" and kept["off"][1] < 24  # handed back to the system
+    assert kept["on"] == ("True", kept["on"][1]) and kept["on"][1] >= 24  # kept for the next tensor
