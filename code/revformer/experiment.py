@@ -511,16 +511,17 @@ def _train_parallel(config, groups, splits, schedule, processes, cache_dir, prog
     else:
         raise ValueError(f"cannot share {len(groups)} groups among {processes} processes")
     workers, runs, failures = [], {}, []
+    keys = {g.name: cache_key(config, g, steps, cpu) for g in groups}
 
     def keep(run: Run) -> None:  # into the cache at once: an interruption later loses nothing
-        key = cache_key(config, run.group, steps, cpu)
+        key = keys[run.group.name]
         _save_cached(_cache_path(cache_dir, run.group, key), key, run)
         runs[run.group.name] = run
 
     def clear_shared() -> None:  # update steps, claims and rows: only finished runs stay
         if processes == 2:
             for g in groups:
-                for path in _shared_files(cache_dir, g, cache_key(config, g, steps, cpu)):
+                for path in _shared_files(cache_dir, g, keys[g.name]):
                     path.unlink(missing_ok=True)
 
     clear_shared()  # what a run killed outright left behind: its claims would never be kept
@@ -549,7 +550,7 @@ def _train_parallel(config, groups, splits, schedule, processes, cache_dir, prog
     for g in elsewhere:
         if g.name in runs:
             continue
-        key = cache_key(config, g, steps, cpu)
+        key = keys[g.name]
         run = _load_cached(_cache_path(cache_dir, g, key), key, config, g, cpu)
         if run is None:
             raise RuntimeError(f"the worker for {g.name} wrote no usable cache file")
