@@ -323,6 +323,27 @@ def test_the_worker_takes_the_evaluations_left_from_the_last_down(small_config, 
     assert evaluate_shared(small_config, "no_mask", 100, tmp_path) == 0  # lost at once: no steps read
 
 
+def test_a_worker_draws_the_splits_once_for_all_its_jobs(small_config, tmp_path, monkeypatch):
+    import revformer.data
+    import revformer.experiment
+    from revformer.worker import run_jobs
+
+    draws = []
+    original = revformer.data.make_splits
+
+    def counted(*args, **kwargs):
+        draws.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(revformer.data, "make_splits", counted)
+    monkeypatch.setattr(revformer.experiment, "make_splits", counted)
+    run_jobs(small_config, [("steps", "one_head"), ("steps", "no_mask"), ("evals", "no_mask"),
+                            ("evals", "one_head")], 100, tmp_path, caller=os.getppid())
+    assert len(draws) == 1
+    assert len(list(tmp_path.glob("*.steps.pt"))) == 2
+    assert len(list(tmp_path.glob("*.row-*.json"))) == 8  # four snapshots of each group, none claimed
+
+
 def test_the_worker_stops_waiting_when_its_caller_has_gone(small_config, tmp_path):
     """A caller killed outright never writes its update steps: the worker must not wait forever."""
     from revformer.experiment import evaluate_shared

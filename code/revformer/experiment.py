@@ -292,7 +292,7 @@ def _save_steps(cache_dir: Path, group: Group, key: str, result: TrainResult) ->
 
 
 def train_into_cache(config: ExperimentConfig, name: str, steps: int, cache_dir,
-                     evaluate: bool = True) -> Path:
+                     evaluate: bool = True, splits: Splits | None = None) -> Path:
     """Train one group on the CPU and write the result into ``cache_dir``; return the path.
 
     What a worker process runs (``revformer.worker``). With ``evaluate`` the
@@ -300,10 +300,11 @@ def train_into_cache(config: ExperimentConfig, name: str, steps: int, cache_dir,
     hit, key checked. Without, only the update steps run and the file holds
     the weight snapshots of the evaluation steps and their time, for the
     processes to evaluate (``evaluate_shared`` and ``_train_shared``).
+    ``splits``: the ones ``config`` draws, if the caller has them already.
     """
     g = find_group(name)
     device = torch.device("cpu")
-    splits = make_splits(config.data, config.task)
+    splits = splits if splits is not None else make_splits(config.data, config.task)
     schedule = batch_schedule(splits.train.size(0), config.train)[:steps]
     key = cache_key(config, g, steps, device)
     if evaluate:
@@ -358,7 +359,7 @@ def _evaluate_claimed(config: ExperimentConfig, group: Group, splits: Splits, sn
 
 
 def evaluate_shared(config: ExperimentConfig, name: str, steps: int, cache_dir,
-                    caller: int | None = None) -> int:
+                    caller: int | None = None, splits: Splits | None = None) -> int:
     """The worker's share of group ``name``'s evaluations; how many it took.
 
     From the last snapshot down, each one the caller has not claimed yet
@@ -368,7 +369,8 @@ def evaluate_shared(config: ExperimentConfig, name: str, steps: int, cache_dir,
     whole, then renamed). The group's update-step file is read only once a
     claim is won, waiting for it while the caller (process id ``caller``,
     by default this process's parent) is still this process's parent: a
-    caller killed outright never writes it.
+    caller killed outright never writes it. ``splits``: the ones ``config``
+    draws, if the caller has them already.
     """
     g = find_group(name)
     key = cache_key(config, g, steps, torch.device("cpu"))
@@ -386,8 +388,8 @@ def evaluate_shared(config: ExperimentConfig, name: str, steps: int, cache_dir,
         return payload["snapshots"]
 
     claims = [_claim_path(cache_dir, g, key, i) for i in range(count)]
-    done = _evaluate_claimed(config, g, make_splits(config.data, config.task), snapshots, claims,
-                             reversed(range(count)))
+    splits = splits if splits is not None else make_splits(config.data, config.task)
+    done = _evaluate_claimed(config, g, splits, snapshots, claims, reversed(range(count)))
     for index, (row, seconds) in done.items():  # JSON keeps every float exactly
         write_json(_row_path(cache_dir, g, key, index), {"row": list(row), "seconds": seconds})
     return len(done)

@@ -57,15 +57,18 @@ def run_jobs(config, jobs, steps: int, cache_dir, caller: int | None = None) -> 
     """Run ``jobs`` (``(kind, group name)`` pairs) one after another, in this process.
 
     ``caller``: the process id of the caller, whose files an ``evals`` job
-    may wait for only while that process lives.
+    may wait for only while that process lives. The splits are drawn once,
+    for every job.
     """
+    from .data import make_splits
     from .experiment import evaluate_shared, train_into_cache
 
+    splits = make_splits(config.data, config.task)
     for kind, name in jobs:
         if kind == "evals":
-            evaluate_shared(config, name, steps, cache_dir, caller)
+            evaluate_shared(config, name, steps, cache_dir, caller, splits)
         else:
-            train_into_cache(config, name, steps, cache_dir, evaluate=kind == "full")
+            train_into_cache(config, name, steps, cache_dir, evaluate=kind == "full", splits=splits)
 
 
 class ForkedWorker:
