@@ -20,14 +20,14 @@ $(STAMP): requirements.txt code/pyproject.toml
 
 DOWNLOADS := _build/site-extra/downloads
 # Chapter outputs are cached by notebook content; a change to the package must
-# re-execute them, so the cache is dropped when the package's sources change.
-PACKAGE_HASH := $(shell cat requirements.txt code/pyproject.toml $$(find code/revformer -name '*.py' | sort) | sha256sum | cut -c1-16)
-
+# re-execute them, so the cache is dropped when the package's fingerprint (the
+# one in the trained models' cache keys) or the installed requirements change.
 book: $(STAMP)
 	@mkdir -p _build
-	@if [ "$$(cat _build/.package-hash 2>/dev/null)" != "$(PACKAGE_HASH)" ]; then \
+	@hash="$$($(PY) -m revformer.fingerprint) $$(cat requirements.txt code/pyproject.toml | sha256sum | cut -c1-16)"; \
+	if [ "$$(cat _build/.package-hash 2>/dev/null)" != "$$hash" ]; then \
 		echo "revformer changed: executing every chapter afresh"; \
-		rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute _build/html; echo $(PACKAGE_HASH) > _build/.package-hash; fi
+		rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute _build/html; echo "$$hash" > _build/.package-hash; fi
 	$(PY) -m revformer reproduce --out $(DOWNLOADS) --quiet
 	mkdir -p $(DOWNLOADS)/notebooks
 	cp book/*.ipynb $(DOWNLOADS)/notebooks/

@@ -122,17 +122,6 @@ def test_bad_shapes_rejected():
         MultiHeadSelfAttention()(torch.randn(2, 14, 32))
 
 
-def test_mask_first_built_during_inference_can_train():
-    causal_mask.cache_clear()
-    attention = MultiHeadSelfAttention(16, 2)
-    x = torch.randn(1, 23, 16)
-    with torch.inference_mode():
-        attention(x)  # the first use of a length-23 mask is an evaluation
-    out, _ = attention(x)
-    out.sum().backward()  # and training can still use the cached mask
-    assert attention.q_proj.weight.grad is not None
-
-
 def test_fewer_queries_are_the_last_rows_of_the_full_attention():
     g = torch.Generator().manual_seed(4)
     q, k, v = (torch.randn(2, 4, 14, 16, generator=g, dtype=torch.float64) for _ in range(3))
@@ -154,70 +143,64 @@ def test_fewer_queries_are_the_last_rows_of_the_full_attention():
         attention(x, queries_from=14)
 
 
-def test_causal_bias_adds_what_masked_fill_sets():
-    scores = torch.randn(3, 4, 14, 14)
-    scores[0, 0, 0, 0] = -0.0  # s + 0 keeps every value (a zero's sign aside)
-    from revformer.attention import causal_bias
-
-    added = scores + causal_bias(14)
-    filled = scores.masked_fill(causal_mask(14), float("-inf"))
-    assert torch.equal(added, filled)
-    assert causal_bias(6, dtype=torch.float64).dtype == torch.float64
-    assert causal_bias(14) is causal_bias(14)  # built once, like the mask
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_softmax_matches_torch_softmax_with_rows_far_apart(dtype):
-    """Scores far above or below the rest still give each row its own softmax."""
-    from revformer.attention import causal_bias, softmax_over_keys
+def test_softmax_over_keys_is_torch_softmax(dtype):
+    """The written-out softmax is the library's, with masked keys and rows far apart."""
+    from revformer.attention import softmax_over_keys
 
     g = torch.Generator().manual_seed(7)
     scores = torch.randn(2, 3, 14, 14, generator=g, dtype=dtype) * 4
-    scores[0, 1, 5] -= 60.0      # a whole row far down: the shift moves with it
-    scores[1, 2, 3, 3] -= 900.0  # the query's own key far below its other keys: exp overflows
-    scores[1, 0, 9, 2] += 900.0  # one key far above the rest of its row: the same
+    scores[0, 1, 5] -= 60.0       # a whole row far down: the maximum moves with it
+    scores[1, 0, 9, 2] += 900.0   # one key far above the rest: exp would overflow unshifted
     scores[0, 2, 6, :6] -= 900.0  # every other key far below: their terms underflow to 0
-    scores = scores + causal_bias(14, dtype=dtype)
+    scores = scores.masked_fill(causal_mask(14), float("-inf"))
     ours = softmax_over_keys(scores)
-    expected = torch.softmax(scores.double(), dim=-1).to(dtype)
-    torch.testing.assert_close(ours, expected)
-    assert torch.isfinite(ours).all()
+    torch.testing.assert_close(ours, torch.softmax(scores, dim=-1))
+    assert torch.isfinite(ours).all() and torch.count_nonzero(ours[..., causal_mask(14)]) == 0
     torch.testing.assert_close(ours.sum(-1), torch.ones(2, 3, 14, dtype=dtype))
-    last_rows = softmax_over_keys(scores[..., 9:, :])  # fewer queries: the last rows, own keys 9-13
-    torch.testing.assert_close(last_rows, expected[..., 9:, :])
 
 
-def test_softmax_shortcut_and_its_fallback_agree(monkeypatch):
-    """Shifted by each query's own score when that is safe, by each row's maximum when not."""
-    import revformer.attention as attention
+def test_softmax_over_keys_gradient_matches_torch_softmax():
+    from revformer.attention import softmax_over_keys
 
-    calls = []
-    row_softmax = attention._row_softmax
-    monkeypatch.setattr(attention, "_row_softmax", lambda s: calls.append(1) or row_softmax(s))
     g = torch.Generator().manual_seed(8)
-    near = torch.randn(4, 4, 7, 14, generator=g) * 3
-    torch.testing.assert_close(attention.softmax_over_keys(near), torch.softmax(near, dim=-1))
-    assert calls == []  # within reach of the diagonal: no maximum taken
-    far = near.clone()
-    far[2, 1, 4, 0] += 150.0
-    out = attention.softmax_over_keys(far)
-    assert calls == [1]  # one term would overflow: that row is redone with its own maximum
-    assert torch.equal(out[2, 1, 4], row_softmax(far[2, 1, 4]))
-    others = torch.ones(4, 4, 7, dtype=torch.bool)
-    others[2, 1, 4] = False
-    assert torch.equal(out[others], attention.softmax_over_keys(near)[others])
-    torch.testing.assert_close(out, torch.softmax(far, dim=-1))
+    base = torch.randn(2, 4, 14, 14, generator=g, dtype=torch.float64).masked_fill(causal_mask(14), float("-inf"))
+    probe = torch.randn(2, 4, 14, 14, generator=g, dtype=torch.float64)
+    ours, theirs = base.clone().requires_grad_(), base.clone().requires_grad_()
+    (softmax_over_keys(ours) * probe).sum().backward()
+    (torch.softmax(theirs, dim=-1) * probe).sum().backward()
+    torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-10, atol=1e-12)
 
 
 def test_a_querys_weights_ignore_later_rows_bit_for_bit():
     """Causality holds exactly, not only up to rounding: row i is computed from row i alone."""
-    from revformer.attention import causal_bias, softmax_over_keys
+    from revformer.attention import softmax_over_keys
 
     g = torch.Generator().manual_seed(9)
-    scores = torch.randn(8, 4, 14, 14, generator=g) * 5 + causal_bias(14)
+    mask = causal_mask(14)
+    scores = torch.randn(8, 4, 14, 14, generator=g) * 5
     changed = scores.clone()
     changed[..., 10:, :11] = torch.randn(8, 4, 4, 11, generator=g) * 50  # rows 10-13 only
-    changed = changed + causal_bias(14)
-    a, b = softmax_over_keys(scores), softmax_over_keys(changed)
+    a = softmax_over_keys(scores.masked_fill(mask, float("-inf")))
+    b = softmax_over_keys(changed.masked_fill(mask, float("-inf")))
     assert torch.equal(a[..., :10, :], b[..., :10, :])
     assert not torch.equal(a[..., 10:, :], b[..., 10:, :])
+
+
+def test_knockout_zeroes_those_heads_before_the_output_projection():
+    torch.manual_seed(11)
+    attention = MultiHeadSelfAttention(64, 4).double()
+    x = torch.randn(2, 14, 64, dtype=torch.float64)
+    full, weights = attention(x)
+    none, _ = attention(x, knockout=())
+    assert torch.equal(none, full)
+    q, k, v = (attention.split_heads(p(x)) for p in (attention.q_proj, attention.k_proj, attention.v_proj))
+    heads, _ = scaled_dot_product_attention(q, k, v)
+    heads[:, [1, 3]] = 0.0
+    expected = attention.out_proj(attention.merge_heads(heads))
+    out, knocked_weights = attention(x, knockout=(1, 3))
+    torch.testing.assert_close(out, expected, rtol=1e-12, atol=1e-12)
+    assert torch.equal(knocked_weights, weights)  # the weights are what each head computed
+    for bad in [(4,), (-1,), (True,), (1.0,)]:
+        with pytest.raises(ValueError, match="cannot knock out head"):
+            attention(x, knockout=bad)

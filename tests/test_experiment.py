@@ -16,6 +16,8 @@ from revformer.experiment import load_experiment
 from revformer.files import atomic_path, read_csv, write_json
 from revformer.model import count_parameters
 
+from book_facts import ROOT
+
 
 def _read(out, name):
     return read_csv(out / name)
@@ -150,259 +152,202 @@ def test_slow_machine_lowers_every_group_alike(small_config, tmp_path):
 
 
 @contextlib.contextmanager
-def _threads_of(processes):
-    """This process at the thread count of one of ``processes`` training side by side."""
+def _one_thread():
+    """This process at a worker's thread count on this machine's two cores."""
     before = torch.get_num_threads()
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // processes))
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // len(GROUP_NAMES)))
     try:
         yield
     finally:
         torch.set_num_threads(before)
 
 
-def _splits_and_schedule(config):
-    """The splits of ``config`` and its shared batch schedule, as ``load_experiment`` makes them."""
-    from revformer.data import make_splits
-    from revformer.train import batch_schedule
+def test_workers_train_what_this_process_trains(small_config, tmp_path):
+    """Three worker processes give the runs of one group after another here, bit for bit."""
+    from revformer.worker import use_workers
 
-    splits = make_splits(config.data, config.task)
-    return splits, batch_schedule(splits.train.size(0), config.train)
-
-
-@pytest.mark.parametrize("start, processes, count", [("fork", 2, 3), ("fork", 3, 3), ("spawn", 2, 3),
-                                                      ("fork", 2, 2)])
-def test_parallel_training_matches_sequential(small_config, tmp_path, monkeypatch, start, processes, count):
-    """Two processes share the groups' evaluations; three give each group its own.
-    Either way the runs equal one group after another, bit for bit."""
-    from revformer.experiment import _train_group, _train_parallel, cache_key
-
-    monkeypatch.setenv("REVFORMER_WORKER_START", start)
-    names = GROUP_NAMES[:count]
-    groups = [find_group(name) for name in names]
-    splits, schedule = _splits_and_schedule(small_config)
-    before = torch.get_num_threads()
-    with _threads_of(processes):
-        sequential = {g.name: _train_group(small_config, g, splits, schedule, torch.device("cpu"), False)
-                      for g in groups}
-    if processes == 2:  # what a shared run killed outright leaves: cleared, never believed
-        stem = f"{names[1]}-{cache_key(small_config, groups[1], 100, torch.device('cpu'))[:20]}"
-        (tmp_path / f"{stem}.claim-0").touch()
-        (tmp_path / f"{stem}.row-1.json").write_text('{"row": [50, 9.0, 9.0], "seconds": 0}')
-    parallel = _train_parallel(small_config, groups, splits, schedule, processes, tmp_path, False)
-    assert torch.get_num_threads() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        p.name for p in tmp_path.glob("*.pt") if not p.name.endswith(".steps.pt"))  # no snapshots left
-    assert len(list(tmp_path.glob("*.pt"))) == count and sorted(parallel) == sorted(names)
-    for name in names:
-        a, b = sequential[name], parallel[name]
-        assert a.history == b.history  # bit-identical: same thread count, same operations
+    if not use_workers(torch.device("cpu"), 3, True):
+        pytest.fail("training in workers needs a CPU with at least two cores")
+    with _one_thread():
+        here = load_experiment(small_config, device="cpu", cache_dir=tmp_path / "a", progress=False,
+                               parallel=False)
+    workers = load_experiment(small_config, device="cpu", cache_dir=tmp_path / "b", progress=False,
+                              parallel=True)
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == sorted(p.name for p in (tmp_path / "a").iterdir())
+    for name in GROUP_NAMES:
+        a, b = here.run(name), workers.run(name)
+        assert a.history == b.history and a.batch_losses == b.batch_losses and not b.from_cache
         for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()):
             assert torch.equal(x, y)
-        assert b.train_seconds > 0 and b.steps == a.steps
+        assert torch.equal(here.generated(name), workers.generated(name))
 
 
-def test_load_experiment_trains_in_parallel_like_sequentially(small_config, tmp_path):
-    from revformer.experiment import parallel_workers
+def test_a_failing_worker_reports_its_error(small_config, tmp_path):
+    from revformer.config import Group
+    from revformer.worker import train_in_workers
 
-    processes = parallel_workers(3, torch.device("cpu"), True)
-    if processes == 0:
-        pytest.fail("parallel training needs a CPU with at least two cores")
-    with _threads_of(processes):
-        sequential = load_experiment(small_config, device="cpu", cache_dir=tmp_path / "a", progress=False,
-                                     parallel=False)
-    parallel = load_experiment(small_config, device="cpu", cache_dir=tmp_path / "b", progress=False, parallel=True)
-    for name in GROUP_NAMES:
-        assert sequential.run(name).history == parallel.run(name).history
-        assert not parallel.run(name).from_cache
-        assert torch.equal(sequential.generated(name), parallel.generated(name))
+    with pytest.raises(RuntimeError, match="(?s)worker processes failed.*no_such_group: exit 1.*unknown group"):
+        train_in_workers(small_config, [find_group("one_head"), Group("no_such_group", 4, True)], 25, tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == [next(tmp_path.glob("one_head-*.pt")).name]
 
 
-@pytest.mark.parametrize("start", ["fork", "spawn"])
-def test_a_failing_worker_reports_its_error(small_config, tmp_path, start):
-    from revformer.worker import start_worker
+def test_on_a_gpu_the_groups_train_here_one_after_another(small_config, tmp_path, monkeypatch):
+    """A CUDA device (faked here: CI has none) never starts workers."""
+    import revformer.experiment as experiment
+    from revformer.train import Budget
+    from revformer.worker import train_group, use_workers
 
-    worker = start_worker(small_config, [("full", "no_such_group")], 50, 1, tmp_path, start)
-    code, report = worker.wait()
-    assert code != 0 and "no_such_group" in report
-    assert worker.wait() == (code, report)  # asked again, the same answer
-    worker.kill()  # harmless once it has ended
-    assert list(tmp_path.iterdir()) == []
+    assert use_workers(torch.device("cpu"), 3, True) and not use_workers(torch.device("cuda"), 3, True)
+    assert not use_workers(torch.device("cpu"), 1, True) and not use_workers(torch.device("cpu"), 3, False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    trained = []
 
+    def train_here(config, group, splits, schedule, device, progress):
+        trained.append((group.name, device.type))
+        return train_group(config, group, splits, schedule, torch.device("cpu"), progress)
 
-def test_a_worker_that_fails_before_its_steps_stops_the_run(small_config, tmp_path, monkeypatch):
-    """The process waiting for another group's update steps hears why they never came."""
-    from revformer.experiment import _train_parallel
+    def no_workers(*args, **kwargs):
+        raise AssertionError("workers were started for a GPU")
 
-    monkeypatch.setenv("REVFORMER_WORKER_START", "fork")
-    monkeypatch.setattr("revformer.experiment.train_model", _fails_without_evaluation(
-        __import__("revformer.experiment", fromlist=["train_model"]).train_model))
-    splits, schedule = _splits_and_schedule(small_config)
-    groups = [find_group(name) for name in GROUP_NAMES]
-    with pytest.raises(RuntimeError, match="(?s)worker processes failed.*one_head.*steps broke"):
-        _train_parallel(small_config, groups, splits, schedule, 2, tmp_path, False)
-    assert not list(tmp_path.glob("*.steps.pt"))
-
-
-def _fails_without_evaluation(train_model):
-    caller = os.getpid()
-
-    def patched(*args, evaluate=True, **kwargs):
-        if not evaluate and os.getpid() != caller:  # in the forked worker only
-            raise OSError("steps broke")
-        return train_model(*args, evaluate=evaluate, **kwargs)
-    return patched
+    monkeypatch.setattr(experiment, "train_group", train_here)
+    monkeypatch.setattr(experiment, "train_in_workers", no_workers)
+    monkeypatch.setattr(experiment, "speed_test", lambda *a, **k: Budget(100, 100, 0.01, 18.0, 1800.0, 3, "fake"))
+    exp = load_experiment(small_config, device="auto", cache_dir=tmp_path, progress=False)
+    assert exp.device.type == "cuda"
+    assert trained == [(name, "cuda") for name in GROUP_NAMES]
 
 
-def test_worker_start_refuses_an_unknown_way_or_job(small_config, tmp_path):
-    from revformer.worker import start_worker
+def _run_script(tmp_path, name: str, body: str):
+    """Start ``body`` (after the small configuration's import) as a script in its own process."""
+    import subprocess
+    import sys
 
-    with pytest.raises(ValueError, match="fork.*spawn"):
-        start_worker(small_config, [("full", "four_heads")], 50, 1, tmp_path, "thread")
-    with pytest.raises(ValueError, match="kind"):
-        start_worker(small_config, [("evaluate", "four_heads")], 50, 1, tmp_path)
-    with pytest.raises(ValueError, match="kind"):
-        start_worker(small_config, [], 50, 1, tmp_path)
-
-
-def test_an_interrupted_caller_leaves_no_worker_behind(small_config, tmp_path):
-    from revformer.worker import start_worker
-
-    worker = start_worker(small_config, [("full", "four_heads")], 100, 1, tmp_path, "fork")
-    worker.kill()
-    with pytest.raises(ChildProcessError):
-        os.waitpid(worker.pid, os.WNOHANG)  # killed and reaped: no such child any more
+    script = tmp_path / name
+    script.write_text("from revformer.config import DataConfig, ExperimentConfig, TrainConfig\n"
+                      "from revformer.experiment import load_experiment\n"
+                      "from revformer.artifacts import write_artifacts\n" + body)
+    return subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
 
 
-def test_snapshots_evaluated_later_give_the_same_history(small_config):
-    from revformer.data import split_inputs_labels
-    from revformer.model import make_model
-    from revformer.train import evaluate_snapshots, train_model
-
-    splits, schedule = _splits_and_schedule(small_config)
-    tx, ty = split_inputs_labels(splits.train)
-    vx, vy = split_inputs_labels(splits.val)
-    direct = train_model(make_model(), tx, ty, vx, vy, schedule, small_config.train, progress=False)
-    steps_only = train_model(make_model(), tx, ty, vx, vy, schedule, small_config.train, progress=False,
-                             evaluate=False)
-    assert steps_only.history == direct.history[:1]  # step 0 is evaluated before the updates
-    assert [s for s, _ in steps_only.snapshots] == [25, 50, 75, 100]
-    later = make_model()
-    assert evaluate_snapshots(later, steps_only.snapshots, tx, ty, vx, vy) == direct.history[1:]
-    for x, y in zip(later.state_dict().values(), direct.model.state_dict().values()):
-        assert torch.equal(x, y)  # the model ends holding the last snapshot: the trained weights
-
-
-class _FinishedWorker:
-    """Stands in for a worker that has already ended, with ``code`` and ``report``."""
-
-    name = "no_mask"
-
-    def __init__(self, code=0, report=""):
-        self.result = (code, report)
-
-    def poll(self):
-        return self.result[0]
-
-    def wait(self):
-        return self.result
+def test_two_runs_at_once_on_one_cache_both_succeed(small_config, tmp_path):
+    """Each trains what it finds missing and writes whole files: neither waits for the other."""
+    body = (f"config = ExperimentConfig.from_dict({small_config.to_dict()!r})\n"
+            f"exp = load_experiment(config, device='cpu', cache_dir={str(tmp_path / 'cache')!r}, "
+            "progress=False, always_speed_test=True)\n"
+            "import sys; write_artifacts(exp, sys.argv[0] + '.out')\n")
+    runs = [_run_script(tmp_path, f"run{i}.py", body) for i in range(2)]
+    for run in runs:
+        _, err = run.communicate(timeout=600)
+        assert run.returncode == 0, err[-2000:]
+    first, second = (tmp_path / "run0.py.out"), (tmp_path / "run1.py.out")
+    for name in ARTIFACTS:
+        if name == "config.json":  # the speed test's timing differs; the settings do not
+            a, b = (json.loads((d / name).read_text()) for d in (first, second))
+            assert {k: v for k, v in a.items() if k != "budget"} == {k: v for k, v in b.items() if k != "budget"}
+        elif name == "ablation.csv":
+            drop = lambda rows: [{k: v for k, v in r.items() if k != "train_seconds"} for r in rows]  # noqa: E731
+            assert drop(_read(first, name)) == drop(_read(second, name))
+        else:
+            assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    assert sorted(p.suffix for p in (tmp_path / "cache").iterdir()) == [".pt"] * 3
 
 
-def test_the_worker_takes_the_evaluations_left_from_the_last_down(small_config, tmp_path):
-    from revformer.experiment import _claim_path, cache_key, evaluate_shared, train_into_cache
-
-    one_head = find_group("one_head")
-    key = cache_key(small_config, one_head, 100, torch.device("cpu"))
-    _claim_path(tmp_path, one_head, key, 1).touch()  # the caller has reached snapshot 1
-    train_into_cache(small_config, "one_head", 100, tmp_path, evaluate=False)
-    assert evaluate_shared(small_config, "one_head", 100, tmp_path) == 2  # snapshots 3 and 2
-    rows = {p.name.split(".")[-2]: json.loads(p.read_text())["row"] for p in tmp_path.glob("*.row-*.json")}
-    assert sorted(rows) == ["row-2", "row-3"] and [rows["row-2"][0], rows["row-3"][0]] == [75, 100]
-    assert evaluate_shared(small_config, "one_head", 100, tmp_path) == 0  # nothing left to take
-    _claim_path(tmp_path, find_group("no_mask"), cache_key(small_config, find_group("no_mask"), 100,
-                                                           torch.device("cpu")), 3).touch()
-    assert evaluate_shared(small_config, "no_mask", 100, tmp_path) == 0  # lost at once: no steps read
+def _children_of(pid: int) -> list[int]:
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+                children.append(int(entry))
+    return children
 
 
-def test_a_worker_draws_the_splits_once_for_all_its_jobs(small_config, tmp_path, monkeypatch):
-    import revformer.data
-    import revformer.experiment
-    from revformer.worker import run_jobs
+@pytest.mark.parametrize("whom", ["caller", "group"])  # Jupyter's interrupt; Ctrl-C in a terminal
+def test_an_interrupt_during_training_leaves_no_file_and_no_worker(small_config, tmp_path, whom):
+    import signal
+    import time
 
-    draws = []
-    original = revformer.data.make_splits
-
-    def counted(*args, **kwargs):
-        draws.append(args)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(revformer.data, "make_splits", counted)
-    monkeypatch.setattr(revformer.experiment, "make_splits", counted)
-    run_jobs(small_config, [("steps", "one_head"), ("steps", "no_mask"), ("evals", "no_mask"),
-                            ("evals", "one_head")], 100, tmp_path, caller=os.getppid())
-    assert len(draws) == 1
-    assert len(list(tmp_path.glob("*.steps.pt"))) == 2
-    assert len(list(tmp_path.glob("*.row-*.json"))) == 8  # four snapshots of each group, none claimed
-
-
-def test_the_worker_stops_waiting_when_its_caller_has_gone(small_config, tmp_path):
-    """A caller killed outright never writes its update steps: the worker must not wait forever."""
-    from revformer.experiment import evaluate_shared
-
-    import threading
-
-    not_our_parent = os.getpid()  # as after the caller died and this process was adopted
-    errors = []
-
-    def worker():
-        try:
-            evaluate_shared(small_config, "four_heads", 100, tmp_path, caller=not_our_parent)
-        except RuntimeError as error:
-            errors.append(str(error))
-
-    thread = threading.Thread(target=worker, daemon=True)  # a wait that never ends fails, not hangs
-    thread.start()
-    thread.join(timeout=60)
-    assert not thread.is_alive(), "the worker still waits for a caller that has gone"
-    assert len(errors) == 1 and f"calling process {not_our_parent} has ended" in errors[0]
-    assert "update steps of four_heads" in errors[0]
+    config = dataclasses_replace_steps(small_config, 2000)
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    body = (f"config = ExperimentConfig.from_dict({config.to_dict()!r})\n"
+            f"exp = load_experiment(config, device='cpu', cache_dir={str(cache)!r}, progress=False)\n"
+            f"write_artifacts(exp, {str(out)!r})\n")
+    run = _run_script(tmp_path, "interrupted.py", body)
+    deadline = time.monotonic() + 120
+    while len(_children_of(run.pid)) < 3:  # the three workers are training
+        assert run.poll() is None and time.monotonic() < deadline, run.stderr.read()[-2000:]
+        time.sleep(0.1)
+    workers = _children_of(run.pid)
+    time.sleep(1.0)
+    if whom == "caller":
+        run.send_signal(signal.SIGINT)
+    else:
+        os.killpg(run.pid, signal.SIGINT)
+    _, err = run.communicate(timeout=120)
+    assert run.returncode != 0 and "KeyboardInterrupt" in err
+    assert all(not os.path.exists(f"/proc/{pid}") for pid in workers), "a worker outlived its caller"
+    left = [p.name for p in tmp_path.rglob("*") if p.is_file() and p.parent != tmp_path]
+    assert left == [], left  # no temporary file, no half-written cache file, no output
+    again = load_experiment(small_config, device="cpu", cache_dir=cache, progress=False)
+    assert len(again.runs) == 3 and not any(r.from_cache for r in again.runs.values())
 
 
-def _sequential(config, name):
-    """The splits, the schedule and group ``name`` trained alone in this process."""
-    from revformer.experiment import _train_group
+def dataclasses_replace_steps(config, steps):
+    import dataclasses
 
-    splits, schedule = _splits_and_schedule(config)
-    return splits, schedule, _train_group(config, find_group(name), splits, schedule, torch.device("cpu"), False)
+    return dataclasses.replace(config, train=dataclasses.replace(config.train, steps=steps))
 
 
-def test_rows_from_the_worker_complete_this_processs_runs(small_config, tmp_path):
-    from revformer.experiment import _claim_path, _row_path, _train_shared, cache_key
+def test_load_experiment_inside_a_jupyter_kernel(small_config, tmp_path):
+    """A Colab CPU runtime calls load_experiment from a kernel: the workers start from there."""
+    from jupyter_client.manager import start_new_kernel
 
-    one_head = find_group("one_head")
-    key = cache_key(small_config, one_head, 100, torch.device("cpu"))
-    splits, schedule, alone = _sequential(small_config, "one_head")
-    for index in (2, 3):  # what a worker that took the last two evaluations leaves
-        _claim_path(tmp_path, one_head, key, index).touch()
-        write_json(_row_path(tmp_path, one_head, key, index), {"row": list(alone.history[index + 1]),
-                                                               "seconds": 0.5})
-    shared = _train_shared(small_config, [one_head], splits, schedule, tmp_path, _FinishedWorker(), False)
-    run = shared["one_head"]
-    assert run.history == alone.history  # rows from two processes, bit for bit one run's
-    for x, y in zip(run.model.state_dict().values(), alone.model.state_dict().values()):
-        assert torch.equal(x, y)
-    assert run.train_seconds > 1.0  # the update steps, both evaluations here and the worker's two
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
+    try:
+        code = ("from revformer.config import ExperimentConfig\n"
+                "from revformer.experiment import load_experiment\n"
+                f"config = ExperimentConfig.from_dict({small_config.to_dict()!r})\n"
+                f"exp = load_experiment(config, device='cpu', cache_dir={str(tmp_path / 'cache')!r}, "
+                "progress=False, parallel=True)\n"
+                "print('trained', sorted(exp.runs), [r.from_cache for r in exp.runs.values()])\n")
+        reply = client.execute_interactive(code, timeout=600, output_hook=_collect(out := []))
+        assert reply["content"]["status"] == "ok", reply["content"]
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert "trained ['four_heads', 'no_mask', 'one_head'] [False, False, False]" in "".join(out)
+    assert len(list((tmp_path / "cache").glob("*.pt"))) == 3
 
 
-def test_an_evaluation_the_worker_took_and_never_wrote_stops_the_run(small_config, tmp_path):
-    from revformer.experiment import _claim_path, _train_shared, cache_key
+def _collect(lines):
+    def hook(message):
+        if message["msg_type"] == "stream":
+            lines.append(message["content"]["text"])
+    return hook
 
-    one_head = find_group("one_head")
-    key = cache_key(small_config, one_head, 100, torch.device("cpu"))
-    _claim_path(tmp_path, one_head, key, 3).touch()  # taken by a worker that then failed
-    splits, schedule = _splits_and_schedule(small_config)
-    with pytest.raises(RuntimeError, match="(?s)exit 1.*evaluation at step 100 of one_head.*disk full"):
-        _train_shared(small_config, [one_head], splits, schedule, tmp_path,
-                      _FinishedWorker(1, "OSError: disk full"), False)
+
+def test_the_cache_key_changes_with_the_package_code(small_config, tmp_path, monkeypatch):
+    import revformer.cache
+    import revformer.fingerprint as fingerprint
+    from revformer.cache import cache_key
+
+    group = find_group("four_heads")
+    key = cache_key(small_config, group, 100, "cpu")
+    copy = tmp_path / "revformer"
+    shutil.copytree(fingerprint.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(fingerprint, "PACKAGE", copy)
+    assert fingerprint.source_fingerprint() == revformer.cache.source_fingerprint() != ""
+    assert cache_key(small_config, group, 100, "cpu") == key  # the same files: the same key
+    model = copy / "model.py"
+    model.write_text(model.read_text().replace("x = x + self.dropout", "x = x - self.dropout", 1))
+    assert cache_key(small_config, group, 100, "cpu") != key  # one changed line: another key
+    makefile = (ROOT / "Makefile").read_text()
+    assert "revformer.fingerprint" in makefile  # the chapters re-execute on the same fingerprint
 
 
 def test_parallel_training_from_a_script_without_a_main_guard(small_config, tmp_path):
@@ -478,37 +423,3 @@ def test_cli_reports_bad_device(capsys):
     with pytest.raises(SystemExit):
         cli.main(["reproduce", "--out", "x", "--device", "tpu"])
     assert "invalid choice" in capsys.readouterr().err
-
-
-def test_the_command_keeps_freed_memory_for_reuse():
-    """After ``keep_freed_memory`` a freed tensor's block stays in the heap for the next one.
-
-    By default glibc maps a block this large from the system on its own and
-    gives it back when freed; the command's settings keep it. Each case runs
-    in a fresh interpreter, so that no earlier allocation has moved glibc's
-    own threshold.
-    """
-    import subprocess
-    import sys
-
-    script = (
-        "import ctypes, sys, torch\n"
-        "from revformer.cli import keep_freed_memory\n"
-        "class Info(ctypes.Structure):\n"
-        "    _fields_ = [(n, ctypes.c_size_t) for n in ('arena', 'ordblks', 'smblks', 'hblks', "
-        "'hblkhd', 'usmblks', 'fsmblks', 'uordblks', 'fordblks', 'keepcost')]\n"
-        "libc = ctypes.CDLL(None)\n"
-        "libc.mallinfo2.restype = Info\n"
-        "applied = keep_freed_memory() if sys.argv[1] == 'on' else None\n"
-        "block = torch.empty(6 * 2**20).fill_(1.0)  # 24 MiB, every page touched\n"
-        "del block\n"
-        "print(applied, libc.mallinfo2().fordblks // 2**20)\n")  # MiB free inside the process
-    kept = {}
-    for case in ("off", "on"):
-        done = subprocess.run([sys.executable, "-c", script, case], capture_output=True, text=True,
-                              timeout=300)
-        assert done.returncode == 0, done.stderr[-2000:]
-        applied, free_mib = done.stdout.split()
-        kept[case] = (applied, int(free_mib))
-    assert kept["off"][0] == "None" and kept["off"][1] < 24  # handed back to the system
-    assert kept["on"] == ("True", kept["on"][1]) and kept["on"][1] >= 24  # kept for the next tensor

@@ -116,3 +116,54 @@ def test_logits_from_gives_the_last_rows_and_the_same_gradients():
         torch.testing.assert_close(p.grad, a)  # the skipped rows carried no gradient
     with pytest.raises(ValueError, match="logits_from"):
         model(ids, logits_from=14)
+
+
+def test_knockout_pairs():
+    model = make_model(seed=5)
+    ids = torch.randint(0, 13, (3, 14))
+    full, weights = model(ids)
+    same, _ = model(ids, knockout=())
+    assert torch.equal(same, full)  # the empty tuple is the normal forward, bit for bit
+    one, _ = model(ids, knockout=[(1, 2)])
+    assert not torch.equal(one, full)
+    # silencing a head of layer 1 cannot change what layer 0 computed
+    _, knocked = model(ids, knockout=[(1, 2)])
+    assert torch.equal(knocked[0], weights[0])
+    for bad, message in [((2, 0), "layers 0-1"), ((0, 4), "heads 0-3"), ((-1, 0), "layers 0-1"),
+                         ((0,), "pairs"), ((0, 1.0), "pairs"), ("01", "pairs")]:
+        with pytest.raises(ValueError, match=message):
+            model(ids, knockout=[bad])
+    with pytest.raises(ValueError, match="heads 0-0"):
+        make_model(num_heads=1)(ids, knockout=[(0, 1)])
+
+
+def test_hooks_receive_exactly_each_sublayers_output():
+    """A forward hook sees the sublayer's own output: nothing adds the residual into it later."""
+    model = make_model(seed=6).double()
+    ids = torch.randint(0, 13, (2, 14))
+    seen = {}
+    for i, block in enumerate(model.blocks):
+        block.attention.register_forward_hook(lambda m, inputs, out, i=i: seen.__setitem__(("attn", i), (inputs, out)))
+        block.ffn.register_forward_hook(lambda m, inputs, out, i=i: seen.__setitem__(("ffn", i), (inputs, out)))
+    model(ids)
+    for i, block in enumerate(model.blocks):
+        inputs, (out, weights) = seen[("attn", i)]
+        again, again_weights = block.attention(inputs[0].clone(), *inputs[1:])
+        assert torch.equal(out, again) and torch.equal(weights, again_weights)
+        (h,), ffn_out = seen[("ffn", i)]
+        assert torch.equal(ffn_out, block.ffn(h.clone()))
+
+
+def test_no_activation_is_changed_in_place():
+    """Every module's output keeps version 0: no in-place operation touched it after it was made."""
+    model = make_model(seed=7)
+    outputs = []
+
+    def keep(module, inputs, out):
+        outputs.extend(out if isinstance(out, tuple) else [out])
+
+    for module in model.modules():
+        module.register_forward_hook(keep)
+    logits, weights = model(torch.randint(0, 13, (2, 14)))
+    tensors = [t for t in outputs if isinstance(t, torch.Tensor)] + [logits, *weights]
+    assert len(tensors) > 30 and all(t._version == 0 for t in tensors)

@@ -37,7 +37,7 @@ from .config import GROUPS, ExperimentConfig
 from .data import EOS, IGNORE_INDEX, PROMPT_LEN, SEQ_LEN, make_splits, split_inputs_labels
 from .files import write_json
 from .model import count_parameters, init_weights, make_model
-from .train import _update, batch_schedule, make_optimizer
+from .train import batch_schedule, make_optimizer, train_step
 
 TARGETS = {
     "reproduction_ratio": 0.5,
@@ -242,7 +242,7 @@ def step_times(steps: int = 100, rounds: int = 2) -> dict:
                     optimizer = make_optimizer(model, config.train.learning_rate)
 
                     def step(idx):
-                        _update(model, optimizer, x[idx], y[idx], 1.0)
+                        train_step(model, optimizer, x[idx], y[idx], 1.0)
                 else:
                     model = ReferenceModel(group.num_heads, group.causal)
                     optimizer = torch.optim.Adam(model.parameters(), lr=config.train.learning_rate)

@@ -8,8 +8,6 @@ speed benchmark (see ``revformer.bench``).
 from __future__ import annotations
 
 import argparse
-import gc
-import os
 import sys
 
 
@@ -51,73 +49,9 @@ def main(argv=None) -> int:
     return 0
 
 
-# glibc's mallopt settings (malloc.h): the size from which a block is mapped
-# from the system on its own, and how much free memory at the top of the
-# heap is kept rather than handed back. 32 MiB is the largest threshold
-# glibc accepts on 64-bit systems.
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024
-TRIM_THRESHOLD_BYTES = 1024 * 1024 * 1024
-
-
-def keep_freed_memory() -> bool:
-    """Let freed blocks serve later allocations instead of going back to the system.
-
-    Each batch allocates the same tensors again, from a few hundred KiB to
-    a few MiB (a ``[512,14,64]`` activation is 1.8 MiB). By default glibc
-    maps every block over 128 KiB from the system on its own and unmaps it
-    when freed, or hands free memory at the top of its heap back, so most
-    new tensors start on fresh pages: the kernel zeroes and maps each 4 KiB
-    page on first touch (here 170,000 to 260,000 page faults a run, against
-    76,000 with these settings, most of those from loading PyTorch). Kept
-    in the heap, a freed block is reused at once, often still in the cache.
-    The numbers computed do not change, only where the memory comes from.
-
-    For this process and the workers forked from it, which end when the run
-    does; the book's kernels keep the default. Returns whether both settings
-    took (only with glibc, so on Linux; elsewhere nothing changes).
-    """
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except AttributeError:  # a C library without mallopt (musl)
-        return False
-    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and bool(
-        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
-
-
 def command() -> None:
-    """The ``revformer`` program (and ``python -m revformer``): ``main``, then exit.
-
-    Python's cyclic garbage collector is kept off PyTorch's objects, the
-    hundred thousand and more that importing it creates: off while they are
-    made (collections that would free nothing), then frozen (``gc.freeze``)
-    so that later collections skip them. Together about half a second of a
-    run, most of it while the other cores wait.
-
-    Once ``main`` has returned, every file is written and closed, so the
-    process ends at once (``os._exit`` after flushing its two streams)
-    instead of tearing down each module and tensor first, which the system
-    does anyway: another tenth of a second. An error still leaves the usual
-    way, with its traceback.
-
-    Freed memory is kept for reuse (``keep_freed_memory``): measured here,
-    0.2 s less CPU and 0.1 s less time over a run (medians of four).
-    """
-    if len(sys.argv) > 1 and sys.argv[1] in ("reproduce", "bench"):
-        keep_freed_memory()
-        gc.disable()
-        import torch  # noqa: F401
-
-        gc.freeze()
-        gc.enable()
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    """The ``revformer`` program (and ``python -m revformer``)."""
+    sys.exit(main())
 
 
 if __name__ == "__main__":

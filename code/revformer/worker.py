@@ -1,227 +1,136 @@
-"""Worker processes: each trains groups and writes them to the cache.
+"""Training groups: in this process, or each in a process of its own.
 
-``load_experiment`` trains missing groups side by side on a multi-core CPU:
-the first in its own process, the others in workers started here by
-``start_worker``. A worker runs its jobs in order and exits:
+``train_group`` trains one group and returns its ``Run``. On a CPU with two
+or more cores, ``load_experiment`` trains the missing groups side by side
+instead: ``train_in_workers`` starts one fresh interpreter per group,
 
-- ``("full", name)`` trains group ``name`` with its evaluations and writes
-  its cache file, which the caller loads like any other, key checked;
-- ``("steps", name)`` runs only the update steps and writes the weight
-  snapshots of the evaluation steps, for the processes to evaluate;
-- ``("evals", name)`` evaluates those snapshots of group ``name`` that the
-  caller has not yet taken, from the last down, each into its own row file
-  (on two cores the caller and one worker share the evaluations this way).
+    python -m revformer.worker --config JSON --group NAME --steps N --cache DIR
 
-So a worker returns nothing but success or the error it met.
+each on one share of the cores, and waits for them. Each worker writes its
+group's cache file (to a temporary name, then renamed) and exits; the caller
+then loads the files like any other cache hit. A model this small keeps one
+thread busy, so three processes on two cores finish sooner than three groups
+one after another with both cores each, and the operating system shares the
+cores between them fairly by itself.
 
-Two ways to start one:
-
-- **fork** (Linux): a copy of the calling process, with PyTorch and the
-  data already in memory, starts at once. A worker started this way would
-  otherwise spend about a second of CPU importing PyTorch, while the cores
-  are busy training the other groups.
-- **spawn** (elsewhere, where forking a process that uses threads is not
-  safe, or on request): a fresh interpreter runs
-  ``python -m revformer.worker --config JSON --job KIND:NAME [--job KIND:NAME ...]
-  --steps N --threads T --cache DIR``.
-  It never re-imports the caller's main script, so a script without an
-  ``if __name__ == "__main__"`` guard works too.
+A worker is a plain program with its arguments on the command line: it never
+re-imports the caller's script (so a script without an
+``if __name__ == "__main__"`` guard works), and it works from a Jupyter kernel.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import signal
+import subprocess
 import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+from .cache import Run, cache_key, cache_path, save_run
+from .config import ExperimentConfig, Group, group as find_group
+from .data import Splits, make_splits, split_inputs_labels
+from .model import make_model
+from .train import batch_schedule, train_model
 
 
-def fork_available() -> bool:
-    """Fork only on Linux, where it is how processes start (macOS frameworks refuse it)."""
-    return sys.platform.startswith("linux") and hasattr(os, "fork")
+def train_group(config: ExperimentConfig, group: Group, splits: Splits, schedule: torch.Tensor,
+                device: torch.device, progress: bool | None = None) -> Run:
+    """Train a fresh model of ``group`` on the shared ``schedule``; its ``Run``."""
+    train_x, train_y = split_inputs_labels(splits.train)
+    val_x, val_y = split_inputs_labels(splits.val)
+    model = make_model(group.num_heads, config.train.seed, group.causal, config.model, device)
+    result = train_model(model, train_x, train_y, val_x, val_y, schedule, config.train, progress,
+                         description=group.name)
+    return Run(group, result.model, result.history, result.batch_losses, result.seconds, result.steps)
 
 
-JOB_KINDS = ("full", "steps", "evals")
+def use_workers(device: torch.device, missing: int, parallel: bool | None = None) -> bool:
+    """Whether the ``missing`` groups train in worker processes rather than here.
 
-
-def _well_formed(jobs) -> bool:
-    """Every job a ``(kind, group name)`` pair with ``kind`` in ``JOB_KINDS``."""
-    return all(len(job) == 2 and job[0] in JOB_KINDS for job in jobs)
-
-
-def _worker_name(jobs) -> str:
-    """The groups a worker's jobs touch, each once, in order: how its errors name it."""
-    return ", ".join(dict.fromkeys(name for _, name in jobs))
-
-
-def run_jobs(config, jobs, steps: int, cache_dir, caller: int | None = None) -> None:
-    """Run ``jobs`` (``(kind, group name)`` pairs) one after another, in this process.
-
-    ``caller``: the process id of the caller, whose files an ``evals`` job
-    may wait for only while that process lives. The splits are drawn once,
-    for every job.
+    Only on a CPU with at least two cores and at least two groups to train. On
+    a GPU they train here, one after another: a process started after CUDA is
+    initialised in its parent cannot share it, and one GPU runs one group at a
+    time well. ``parallel=None`` follows ``REVFORMER_PARALLEL`` (``0`` turns
+    workers off).
     """
-    from .data import make_splits
-    from .experiment import evaluate_shared, train_into_cache
-
-    splits = make_splits(config.data, config.task)
-    for kind, name in jobs:
-        if kind == "evals":
-            evaluate_shared(config, name, steps, cache_dir, caller, splits)
-        else:
-            train_into_cache(config, name, steps, cache_dir, evaluate=kind == "full", splits=splits)
+    if parallel is None:
+        parallel = os.environ.get("REVFORMER_PARALLEL", "1") not in ("0", "false", "no")
+    return bool(parallel) and device.type == "cpu" and missing >= 2 and (os.cpu_count() or 1) >= 2
 
 
-class ForkedWorker:
-    """Jobs run in a forked copy of this process."""
+def _stop(process: subprocess.Popen) -> None:
+    """Interrupt a worker as Ctrl-C would (it removes its temporary file), then wait for it.
 
-    def __init__(self, config, jobs, steps: int, threads: int, cache_dir):
-        import warnings
-
-        self.name = _worker_name(jobs)
-        read_end, write_end = os.pipe()
-        caller = os.getpid()
-        with warnings.catch_warnings():
-            # Python 3.12+ warns that forking a process with threads may leave
-            # the child waiting on a lock another thread held. This child takes
-            # none of those: it computes on one thread (no OpenMP pool, as
-            # PyTorch's DataLoader workers do), writes only its own files and the
-            # raw pipe, and leaves through os._exit without running any cleanup.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-        if pid == 0:  # the child: never returns into the caller's code
-            os.close(read_end)
-            _forked_child(write_end, config, jobs, steps, threads, cache_dir, caller)
-        os.close(write_end)
-        self.pid, self._read, self._status, self._result = pid, read_end, None, None
-
-    def poll(self) -> int | None:
-        """The exit code if the worker has ended, else None; never blocks."""
-        if self._status is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self._status = status
-        return None if self._status is None else os.waitstatus_to_exitcode(self._status)
-
-    def wait(self) -> tuple[int, str]:
-        """Block until the worker ends; its exit code and, on failure, its traceback."""
-        if self._result is None:
-            chunks = []
-            while chunk := os.read(self._read, 65536):
-                chunks.append(chunk)
-            os.close(self._read)
-            self._read = None
-            if self._status is None:
-                self._status = os.waitpid(self.pid, 0)[1]
-            self._result = (os.waitstatus_to_exitcode(self._status), b"".join(chunks).decode(errors="replace"))
-        return self._result
-
-    def kill(self) -> None:
-        """Stop a worker that is still running (an interrupted caller leaves none behind)."""
-        import signal
-
-        if self._status is None:
-            os.kill(self.pid, signal.SIGKILL)
-            self._status = os.waitpid(self.pid, 0)[1]
-        if self._read is not None:
-            os.close(self._read)
-            self._read = None
-
-
-def _forked_child(write_end: int, config, jobs, steps: int, threads: int, cache_dir,
-                  caller: int) -> None:
-    import traceback
-
-    import torch
-
-    code, report = 1, b""
+    A Ctrl-C in a terminal reaches the workers too; they get a moment to end
+    by themselves first, so that a second interrupt cannot cut their clean-up.
+    """
     try:
-        # Nothing from the child reaches the caller's streams (in Jupyter they
-        # belong to the kernel's threads, which a forked child does not have).
-        sys.stdout = sys.stderr = open(os.devnull, "w")
-        torch.set_num_threads(threads)
-        run_jobs(config, jobs, steps, cache_dir, caller)
-        code = 0
-    except BaseException:  # reported to the caller through the pipe (its end: a pipe holds 64 KB)
-        report = traceback.format_exc().encode()[-16000:]
-    finally:
+        process.wait(timeout=1)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGINT if os.name == "posix" else signal.SIGTERM)
         try:
-            while report:
-                report = report[os.write(write_end, report):]
-        finally:
-            os._exit(code)
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
-class SpawnedWorker:
-    """Jobs run in a fresh interpreter (``python -m revformer.worker``)."""
+def train_in_workers(config: ExperimentConfig, groups: list[Group], steps: int, cache_dir) -> None:
+    """Train ``groups`` side by side, one worker process each, into ``cache_dir``.
 
-    def __init__(self, config, jobs, steps: int, threads: int, cache_dir):
-        import subprocess
-        from pathlib import Path
-
-        self.name = _worker_name(jobs)
-        package_root = str(Path(__file__).resolve().parents[1])  # importable however this one was
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads), REVFORMER_PROGRESS="0",
-                   PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "revformer.worker", "--config", json.dumps(config.to_dict()),
-             *(arg for kind, name in jobs for arg in ("--job", f"{kind}:{name}")),
-             "--steps", str(steps), "--threads", str(threads), "--cache", str(cache_dir),
-             "--caller", str(os.getpid())],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self._result = None
-
-    def poll(self) -> int | None:
-        return self._proc.poll()
-
-    def wait(self) -> tuple[int, str]:
-        if self._result is None:
-            out, err = self._proc.communicate()
-            self._result = (self._proc.returncode, (err or out).strip())
-        return self._result
-
-    def kill(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.kill()
-            self._proc.wait()
-
-
-def start_worker(config, jobs, steps: int, threads: int, cache_dir, how: str = "auto"):
-    """Start a worker process that runs ``jobs`` in order: ``(kind, group name)`` pairs,
-    ``kind`` one of ``JOB_KINDS``; ``how``: ``auto``, ``fork`` or ``spawn``."""
-    jobs = [tuple(job) for job in jobs]
-    if not jobs or not _well_formed(jobs):
-        raise ValueError(f"jobs must be (kind, group) pairs with kind in {JOB_KINDS}, got {jobs!r}")
-    if how not in ("auto", "fork", "spawn"):
-        raise ValueError(f"how must be 'auto', 'fork' or 'spawn', got {how!r}")
-    if how == "fork" and not fork_available():
-        raise ValueError("forking worker processes is only used on Linux; use how='spawn'")
-    if how == "fork" or (how == "auto" and fork_available()):
-        return ForkedWorker(config, jobs, steps, threads, cache_dir)
-    return SpawnedWorker(config, jobs, steps, threads, cache_dir)
+    Returns when every worker has written its cache file; raises
+    ``RuntimeError`` with a worker's own error when one fails. If this process
+    is interrupted (Ctrl-C, or a Jupyter kernel's interrupt), the workers are
+    interrupted too and none is left running.
+    """
+    threads = max(1, (os.cpu_count() or 1) // len(groups))
+    package_root = str(Path(__file__).resolve().parents[1])  # importable however this one was
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), REVFORMER_PROGRESS="0",
+               PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
+    workers = []
+    try:
+        for g in groups:
+            log = tempfile.TemporaryFile(mode="w+")  # the worker's errors, read if it fails
+            command = [sys.executable, "-m", "revformer.worker", "--config", json.dumps(config.to_dict()),
+                       "--group", g.name, "--steps", str(steps), "--threads", str(threads),
+                       "--cache", str(cache_dir)]
+            workers.append((g, log, subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                                                     stderr=log)))
+        failures = []
+        for g, log, process in workers:
+            if process.wait() != 0:
+                log.seek(0)
+                failures.append(f"{g.name}: exit {process.returncode}: {log.read()[-800:].strip()}")
+    finally:
+        for _, log, process in workers:
+            _stop(process)
+            log.close()
+    if failures:
+        raise RuntimeError("training in worker processes failed:\n" + "\n".join(failures))
 
 
 def main(argv=None) -> int:
+    """A worker: train one group on the CPU and write its cache file."""
     parser = argparse.ArgumentParser(prog="python -m revformer.worker",
-                                     description="train groups and write them to the cache")
+                                     description="train one group and write it to the cache")
     parser.add_argument("--config", required=True, help="ExperimentConfig.to_dict() as JSON")
-    parser.add_argument("--job", action="append", required=True, metavar="KIND:GROUP",
-                        help="full:GROUP, steps:GROUP or evals:GROUP; repeat for several, run in order")
+    parser.add_argument("--group", required=True)
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cache", required=True)
-    parser.add_argument("--caller", type=int, default=None,
-                        help="the calling process's id: evals jobs wait for its files only while it runs")
     args = parser.parse_args(argv)
-
-    import torch
-
-    from .config import ExperimentConfig
-
-    jobs = [tuple(job.split(":", 1)) for job in args.job]
-    if not _well_formed(jobs):
-        parser.error(f"--job must be KIND:GROUP with KIND one of {', '.join(JOB_KINDS)}")
     torch.set_num_threads(max(1, args.threads))
-    run_jobs(ExperimentConfig.from_dict(json.loads(args.config)), jobs, args.steps, args.cache, args.caller)
+    config = ExperimentConfig.from_dict(json.loads(args.config))
+    group, cpu = find_group(args.group), torch.device("cpu")
+    splits = make_splits(config.data, config.task)
+    schedule = batch_schedule(splits.train.size(0), config.train)[:args.steps]
+    run = train_group(config, group, splits, schedule, cpu, progress=False)
+    key = cache_key(config, group, args.steps, cpu)
+    save_run(cache_path(args.cache, group, key), key, run)
     return 0
 
 
