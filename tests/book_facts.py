@@ -19,6 +19,19 @@ EXERCISE_CHAPTERS = (4, 5, 6, 7, 9)
 FIGURE_CHAPTERS = (8, 10, 11, 12)  # BOOK_MAP asks these for figures
 
 
+def _load_book_tool():
+    """``tools/book.py``, the script that derives every place naming the repository and site."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("book_tool", ROOT / "tools" / "book.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+book_tool = _load_book_tool()
+
+
 def toc_files() -> list[str]:
     files = [TOC["root"]]
     for part in TOC.get("parts", []):
@@ -56,6 +69,8 @@ def revformer_public_names() -> set[str]:
     names = set()
     for info in pkgutil.walk_packages(revformer.__path__, "revformer."):
         if info.name.endswith("__main__"):  # importing it would run the command line
+            continue
+        if info.name == "revformer.exercises.solutions":  # the reader writes these names
             continue
         module = importlib.import_module(info.name)
         tree = ast.parse(Path(module.__file__).read_text())

@@ -155,3 +155,24 @@ def test_explorers_in_a_browser(browser, site, name):
         assert outside == [], f"requests outside the site: {outside}"
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("answer, typed, right", [
+    (69709, "69,709", True), (69709, "69709", True), (69709, "69 709", True), (69709, "69.709", False),
+    (1234.5, "1,234.5", True), (0.5, "0,5", True), (0.5, ".5", True), (33472, "33,47", False),
+])
+def test_a_number_is_read_the_way_the_book_prints_it(browser, answer, typed, right):
+    """A comma between groups of three digits separates thousands; a lone comma is a decimal comma."""
+    from revformer.quiz import number
+
+    context = browser.new_context()
+    tab = context.new_page()
+    try:
+        tab.set_content("<html><body>" + number("How many?", answer, 0.0, "That many.")._repr_html_()
+                        + "</body></html>")
+        tab.locator(".rf-quiz input[type=text]").fill(typed)
+        tab.locator("button.rf-quiz-check").click()
+        feedback = tab.locator(".rf-quiz-feedback")
+        assert ("rf-right" in feedback.get_attribute("class")) == right, feedback.text_content()
+    finally:
+        context.close()

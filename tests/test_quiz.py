@@ -1,8 +1,10 @@
 import json
 import re
+from pathlib import Path
 
 import pytest
 
+import revformer
 from revformer.exercises import run
 from revformer.quiz import choice, number
 
@@ -90,3 +92,38 @@ def test_exercise_runner_reports_todo_errors_and_passes(capsys):
 
     assert run("demo", lambda c: c.expect(True, "fine", "")) is True
     assert "all checks passed" in capsys.readouterr().out
+
+
+def test_every_asked_question_is_in_the_package_and_renders():
+    """Each ``ask("NN", "qK")`` of a chapter names a stored question; every stored one is asked."""
+    import re
+
+    from book_facts import chapter_files, chapter_number, load_notebook, source
+    from revformer.quiz import ask
+
+    asked = set()
+    for name in chapter_files():
+        for cell in load_notebook(name)["cells"]:
+            for chapter, key in re.findall(r'\bask\("(\d\d)", "([^"]+)"', source(cell)):
+                assert int(chapter) == chapter_number(name), f"{name} asks chapter {chapter}'s question"
+                asked.add((chapter, key))
+    stored = set()
+    for path in (Path(revformer.__file__).parent / "questions").glob("*.json"):
+        stored |= {(path.stem, key) for key in json.loads(path.read_text())}
+    assert asked == stored, f"asked but not stored: {asked - stored}; stored but never asked: {stored - asked}"
+    for chapter, key in sorted(stored):
+        html = ask(chapter, key)._repr_html_()
+        assert 'class="rf-quiz"' in html
+
+
+def test_ask_refuses_unknown_questions_and_takes_computed_answers():
+    from revformer.quiz import ask
+
+    with pytest.raises(ValueError, match="no questions for chapter '99'"):
+        ask("99", "q1")
+    with pytest.raises(ValueError, match="has no question 'q9'"):
+        ask("08", "q9")
+    with pytest.raises(ValueError, match="malformed"):
+        ask("08", "q1", colour="red")
+    computed = ask("08", "q1", answer=0.25)
+    assert computed.answer == 0.25 and computed.question == ask("08", "q1").question

@@ -125,3 +125,43 @@ def test_explorers_are_inline_and_small(name):
     for block in blocks:
         assert len(block.encode()) < 150_000
         assert not re.search(r'src=["\']', block), "the explorer loads nothing"
+
+
+def _listings():
+    """Chapter -> the package code it must show (issue: the reader reads the model)."""
+    from revformer.attention import MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention
+    from revformer.data import split_inputs_labels
+    from revformer.generate import generate, score
+    from revformer.model import FeedForward, ReversalTransformer, TransformerBlock, init_weights
+    from revformer.train import answer_loss, evaluate_loss, train_model
+
+    return {
+        2: [(split_inputs_labels,), (answer_loss,)],
+        3: [(ReversalTransformer.forward, "positions =", "x = self.token_embedding")],
+        4: [(scaled_dot_product_attention,)],
+        5: [(causal_mask,), (scaled_dot_product_attention, "if causal:", "scores = scores.masked_fill")],
+        6: [(MultiHeadSelfAttention,)],
+        7: [(FeedForward,), (TransformerBlock,), (ReversalTransformer.forward,), (init_weights,)],
+        8: [(train_model,), (evaluate_loss,)],
+        9: [(generate,), (score,)],
+    }
+
+
+def _listing_texts(html: str) -> list[str]:
+    """The text of every source listing on a page, as a reader would copy it."""
+    import html as html_lib
+
+    codes = re.findall(r'<div class="rf-source-code"[^>]*>(.*?)</div>', html, re.S)
+    return [html_lib.unescape(re.sub(r"<[^>]+>", "", code)) for code in codes]
+
+
+@pytest.mark.parametrize("chapter", sorted(_listings()))
+def test_each_concept_chapter_shows_the_real_source_it_teaches(chapter):
+    from revformer.source import show_source
+
+    name = next(c for c in CHAPTERS if chapter_number(c) == chapter)
+    shown = _listing_texts(page(name).read_text(encoding="utf-8"))
+    for args in _listings()[chapter]:
+        text = show_source(*args).text
+        assert any(text.strip() in listing for listing in shown), \
+            f"{name} does not show the package's source of {args[0].__qualname__}"

@@ -1,5 +1,14 @@
 """Local Sphinx extension of the book.
 
+Links to the published site. A chapter is a page of this site and a Colab
+notebook at once, and a relative link to another chapter or to a download
+is dead in Colab. So the notebooks link to the published site
+(``html_baseurl``, ``_config.yml``'s ``html.baseurl``), which works in Colab
+and in a downloaded notebook; this extension turns every such link into a
+relative one when it builds the site, so the site works offline and from
+``file://``, and fails the build (a warning, with ``-W``) when a link names a
+page, a file or an anchor the site does not have.
+
 Sphinx 7.4 registers some inline scripts twice (once with the file name None,
 once with ''), so every page declares, for example, ``THEBE_JS_URL`` twice
 and a browser reports the second declaration as an error. Sphinx 8 fixed
@@ -10,6 +19,16 @@ The book runs code in Colab, Binder or a local Jupyter, never through Thebe
 (``launch_buttons.thebe`` is false), so the Thebe loader and its
 configuration, which name a CDN, are left out of the pages altogether.
 """
+
+
+import html
+import posixpath
+import re
+from pathlib import Path
+
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
 
 
 def _is_thebe(script):
@@ -47,7 +66,50 @@ def default_light_mode(app, config):
     config.html_context = context
 
 
+_LINK = re.compile(r'(href=")([^"]*)(")')
+
+
+def relative_site_links(app, pagename, templatename, context, doctree):
+    """Rewrite ``href="<html_baseurl>/X"`` in the page body into a link relative to the page."""
+    base = (app.config.html_baseurl or "").rstrip("/") + "/"
+    body = context.get("body")
+    if base == "/" or not body:
+        return
+    here = posixpath.dirname(app.builder.get_target_uri(pagename))
+    seen = app.__dict__.setdefault("revformer_site_links", [])  # this build's pages only
+
+    def rewrite(match):
+        url = html.unescape(match.group(2))
+        if not url.startswith(base):
+            return match.group(0)
+        target, _, fragment = url[len(base):].partition("#")
+        seen.append((pagename, target, fragment))
+        relative = posixpath.relpath(target or "index.html", here or ".")
+        return match.group(1) + html.escape(relative + (f"#{fragment}" if fragment else "")) + match.group(3)
+
+    context["body"] = _LINK.sub(rewrite, body)
+
+
+def check_site_links(app, exception):
+    """Every rewritten link names a file the build wrote, and an anchor that file has."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    texts = {}
+    for page, target, fragment in app.__dict__.get("revformer_site_links", []):
+        path = out / (target or "index.html")
+        if not path.is_file():
+            logger.warning(f"{page}: link to {target!r} on the site, which the build did not write")
+            continue
+        if fragment:
+            text = texts.setdefault(path, path.read_text(encoding="utf-8", errors="replace"))
+            if f'id="{fragment}"' not in text:
+                logger.warning(f"{page}: link to {target}#{fragment}, an anchor that page does not have")
+
+
 def setup(app):
     app.connect("config-inited", default_light_mode)
     app.connect("html-page-context", dedupe_scripts, priority=900)
+    app.connect("html-page-context", relative_site_links, priority=950)
+    app.connect("build-finished", check_site_links)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -4,4 +4,4 @@ Modules, one concept each: ``config``, ``data``, ``attention``, ``model``,
 ``train``, ``generate`` (with the metrics), ``analysis``, ``experiment`` (the
 cached runner), ``artifacts``, ``plots`` and ``cli``.
 """
-__version__ = "0.4.0"
+__version__ = "0.5.0"

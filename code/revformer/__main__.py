@@ -1,3 +1,4 @@
 from .cli import command
 
-command()
+if __name__ == "__main__":
+    command()

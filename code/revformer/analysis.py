@@ -8,6 +8,8 @@ cell, readable only when the mask is off.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import torch
 
@@ -88,3 +90,62 @@ def prefix_logit_change(model, inputs: torch.Tensor, causal: bool | None = None,
     finally:
         model.train(was_training)
     return float((a[:, :PROMPT_LEN] - b[:, :PROMPT_LEN]).abs().max())
+
+
+@torch.no_grad()
+def head_outputs(model, ids: torch.Tensor) -> list[torch.Tensor]:
+    """What every head hands to its layer's output projection: one ``[B,H,T,Dh]`` per layer.
+
+    A forward pre-hook (a function PyTorch calls with a module's inputs just
+    before the module runs) on each ``out_proj`` records its input, the heads
+    side by side ``[B,T,D]``, which is split back into heads here.
+    """
+    captured = []
+    hooks = [block.attention.out_proj.register_forward_pre_hook(lambda module, args: captured.append(args[0]))
+             for block in model.blocks]
+    was_training = model.training
+    model.eval()
+    try:
+        model(ids.to(next(model.parameters()).device))
+    finally:
+        model.train(was_training)
+        for hook in hooks:
+            hook.remove()
+    return [block.attention.split_heads(merged) for block, merged in zip(model.blocks, captured)]
+
+
+@contextmanager
+def replaced_heads(model, replacements: dict):
+    """Inside the block, heads' outputs are replaced before the output projection.
+
+    ``replacements`` maps ``(layer, head)`` to the output that head hands on
+    instead of its own, ``[T,Dh]`` (one vector per position) or ``[Dh]``: its
+    mean over a data set gives *mean ablation*, which keeps the input of the
+    output projection on the distribution it was trained on, where zeroing a
+    head (``model(ids, knockout=...)``) does not.
+    """
+    blocks = model.blocks
+    by_layer: dict[int, dict[int, torch.Tensor]] = {}
+    for (layer, head), value in replacements.items():
+        if not (0 <= layer < len(blocks) and 0 <= head < blocks[layer].attention.num_heads):
+            raise ValueError(f"cannot replace head {(layer, head)}: the model has layers 0-{len(blocks) - 1} "
+                             f"and heads 0-{blocks[0].attention.num_heads - 1}")
+        by_layer.setdefault(layer, {})[head] = torch.as_tensor(value)
+
+    def hook_for(layer):
+        attention = blocks[layer].attention
+
+        def replace(module, args):
+            heads = attention.split_heads(args[0]).clone()  # [B,H,T,Dh], a copy to change
+            for head, value in by_layer[layer].items():
+                value = value.to(heads.device, heads.dtype)
+                heads[:, head] = value[-heads.size(2):] if value.dim() == 2 else value
+            return (attention.merge_heads(heads),)
+        return replace
+
+    hooks = [blocks[layer].attention.out_proj.register_forward_pre_hook(hook_for(layer)) for layer in by_layer]
+    try:
+        yield model
+    finally:
+        for hook in hooks:
+            hook.remove()

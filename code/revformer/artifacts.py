@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .config import ExperimentConfig, TrainConfig
 from .data import format_tokens
 from .experiment import Experiment, load_experiment
 from .files import atomic_path, write_csv, write_json
@@ -65,9 +66,14 @@ def write_artifacts(experiment: Experiment, out_dir) -> list[Path]:
     return [out / name for name in ARTIFACTS]
 
 
-def reproduce(out_dir, device="auto", cache_dir=None, progress=None) -> Experiment:
-    """Train (or load) all three groups, analyse them and write the artifacts."""
-    experiment = load_experiment(device=device, cache_dir=cache_dir, progress=progress,
-                                 always_speed_test=True)
+def reproduce(out_dir, device="auto", cache_dir=None, progress=None, seed: int | None = None) -> Experiment:
+    """Train (or load) all three groups, analyse them and write the artifacts.
+
+    ``seed``: the models' initial weights (``None``: the build's seed, see
+    ``revformer.config.default_seed``).
+    """
+    train = TrainConfig() if seed is None else TrainConfig(seed=seed)
+    experiment = load_experiment(ExperimentConfig(train=train), device=device, cache_dir=cache_dir,
+                                 progress=progress, always_speed_test=True)
     write_artifacts(experiment, out_dir)
     return experiment

@@ -1,6 +1,6 @@
 """Command line.
 
-``python -m revformer reproduce --out DIR [--device auto|cpu|cuda] [--quiet]``
+``python -m revformer reproduce --out DIR [--device auto|cpu|cuda] [--seed N] [--quiet]``
 trains (or loads) the three groups and writes the eight result files;
 ``python -m revformer bench [--rounds N] [--book] [--out FILE]`` runs the
 speed benchmark (see ``revformer.bench``).
@@ -19,6 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     rep.add_argument("--cache", default=None,
                      help="folder of cached trained models (default: $REVFORMER_CACHE or ~/.cache/revformer)")
+    rep.add_argument("--seed", type=int, default=None,
+                     help="seed of the models' initial weights (default: $REVFORMER_SEED, else 42)")
     rep.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
     commands.add_parser("bench", help="the speed benchmark (python -m revformer bench --help)", add_help=False)
     return parser
@@ -35,7 +37,7 @@ def main(argv=None) -> int:
 
     try:
         exp = reproduce(args.out, device=args.device, cache_dir=args.cache,
-                        progress=False if args.quiet else None)
+                        progress=False if args.quiet else None, seed=args.seed)
     except ValueError as error:
         print(f"revformer: {error}", file=sys.stderr)
         return 2

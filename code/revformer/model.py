@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 
 from .attention import MultiHeadSelfAttention
-from .config import ModelConfig
+from .config import ModelConfig, default_seed
 
 
 class FeedForward(nn.Module):
@@ -144,16 +144,18 @@ def init_weights(model: nn.Module, seed: int) -> None:
                 module.bias.zero_()
 
 
-def make_model(num_heads: int = 4, seed: int = 42, causal: bool = True,
+def make_model(num_heads: int = 4, seed: int | None = None, causal: bool = True,
                config: ModelConfig | None = None, device=None) -> ReversalTransformer:
     """Build the 69,709-parameter model, initialised from ``seed`` on the CPU.
 
+    ``seed=None`` takes the build's seed (``revformer.config.default_seed``:
+    42 unless ``REVFORMER_SEED`` says otherwise).
     ``num_heads`` and ``causal`` override ``config``. Weights are drawn on the
     CPU and then moved, so a seed gives the same values on every device.
     """
     config = dataclasses.replace(config or ModelConfig(), num_heads=num_heads, causal=causal)
     model = ReversalTransformer(config)
-    init_weights(model, seed)
+    init_weights(model, default_seed() if seed is None else seed)
     return model.to(device) if device is not None else model
 
 

@@ -5,6 +5,12 @@ one self-contained block of HTML and JavaScript: the question, the answer
 and the feedback inline, nothing loaded from anywhere. The same output works
 in the built book, in Colab and in Jupyter.
 
+The chapters' own questions live in the package (``questions/NN.json``, one
+file per chapter) and a chapter asks them with ``ask("08", "q1")``: the cell
+that asks a question never shows its answer key, in Colab or in a downloaded
+notebook either. A question whose answer the page computes passes it in
+(``ask("07", "q1", answer=wide)``).
+
 Text may mark code with backticks (`` `labels` ``); everything else is
 escaped, so a question can never inject markup.
 """
@@ -26,13 +32,20 @@ _STYLE = """<style>
 .rf-quiz-feedback.rf-right{color:#1a7f37}.rf-quiz-feedback.rf-wrong{color:#b42318}
 </style>"""
 
-_SCRIPT = """<script>
+_SCRIPT = r"""<script>
 (function () {
   var root = document.getElementById(%(id)s);
   if (!root || root.dataset.ready) { return; }
   root.dataset.ready = "1";
   var data = JSON.parse(root.querySelector("script.rf-quiz-data").textContent);
   var out = root.querySelector(".rf-quiz-feedback");
+  // "69,709" and "69709" are one number (commas between groups of three
+  // digits separate thousands); a lone comma elsewhere is a decimal comma.
+  function readNumber(text) {
+    var t = text.replace(/\s/g, "");
+    if (/^[-+]?\d{1,3}(,\d{3})+(\.\d*)?$/.test(t)) { return t.replace(/,/g, ""); }
+    return (t.match(/,/g) || []).length === 1 && t.indexOf(".") < 0 ? t.replace(",", ".") : t;
+  }
   function say(right, text) {
     out.className = "rf-quiz-feedback " + (right ? "rf-right" : "rf-wrong");
     out.textContent = text;
@@ -45,8 +58,8 @@ _SCRIPT = """<script>
       if (i === data.answer) { say(true, "Correct. " + data.explanation); }
       else { say(false, "Not quite. " + (data.feedback[i] || "Read the question again and retry.")); }
     } else {
-      var raw = root.querySelector("input[type=text]").value.trim().replace(",", ".");
-      var value = Number(raw);
+      var raw = root.querySelector("input[type=text]").value.trim();
+      var value = Number(readNumber(raw));
       if (raw === "" || !isFinite(value)) { say(false, "Type a number, for example 0.5."); return; }
       if (Math.abs(value - data.answer) <= data.tolerance) { say(true, "Correct. " + data.explanation); }
       else { say(false, "Not quite: " + raw + " is " + (value < data.answer ? "too small" : "too large") +
@@ -171,3 +184,29 @@ def number(question: str, answer: float, tolerance: float, explanation: str,
     if not str(question).strip() or not str(explanation).strip():
         raise ValueError("question and explanation must not be empty")
     return Number(str(question), answer, tolerance, str(explanation), str(hint))
+
+
+def ask(chapter: str, key: str, **overrides):
+    """Question ``key`` of chapter ``chapter`` (``"08"``), from the package's question files.
+
+    ``overrides`` replace fields of the stored question, for an answer (or an
+    explanation) that the page computes from its own run.
+    """
+    from importlib import resources
+
+    name = f"{chapter}.json"
+    try:
+        bank = json.loads(resources.files("revformer").joinpath("questions").joinpath(name).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"no questions for chapter {chapter!r} (expected revformer/questions/{name})") from None
+    if key not in bank:
+        raise ValueError(f"chapter {chapter} has no question {key!r}; it has {', '.join(bank)}")
+    record = {**bank[key], **overrides}
+    kind = record.pop("kind", None)
+    makers = {"choice": choice, "number": number}
+    if kind not in makers:
+        raise ValueError(f"question {chapter}/{key} has kind {kind!r}; expected 'choice' or 'number'")
+    try:
+        return makers[kind](**record)
+    except TypeError as error:
+        raise ValueError(f"question {chapter}/{key} is malformed: {error}") from None

@@ -73,3 +73,30 @@ def run_cases(title: str, cases, check_case, fn) -> bool:
                 return
 
     return run(title, body)
+
+
+class Solution:
+    """Listings of solution functions, collapsed until the reader opens them (``_repr_html_``)."""
+
+    def __init__(self, listings):
+        self.listings = listings
+
+    def _repr_html_(self) -> str:
+        body = "".join(listing._repr_html_() for listing in self.listings)
+        return f'<details class="rf-solution"><summary>Show the solution</summary>{body}</details>'
+
+    def __repr__(self) -> str:
+        return "\n\n".join(repr(listing) for listing in self.listings)
+
+
+def show_solution(*functions) -> Solution:
+    """The source of solution ``functions`` (from ``revformer.exercises.solutions``), collapsed.
+
+    In the book, in Colab and in Jupyter alike the solution stays hidden
+    until the reader clicks "Show the solution".
+    """
+    from ..source import show_source
+
+    if not functions:
+        raise ValueError("show_solution needs at least one function")
+    return Solution([show_source(f) for f in functions])
