@@ -1,0 +1,13 @@
+"""Chapter 6: the solution of its exercise."""
+import torch
+
+
+def my_split_heads(x, num_heads):
+    b, t, d = x.shape
+    x = x.view(b, t, num_heads, d // num_heads)  # [B,T,H,Dh]
+    return x.transpose(1, 2)  # [B,H,T,Dh]
+
+
+def my_merge_heads(x):
+    b, h, t, dh = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * dh)  # [B,T,H,Dh] -> [B,T,D]
