@@ -1,49 +1,51 @@
-# make book : build the HTML book into _build/html
-# make test : run the test suite (and everything it needs)
-# Both create .venv and install requirements.txt into it when needed.
+# make book  : build the HTML book into _build/html (make book SEED=7: the whole book with seed 7)
+# make test  : run every test (the book is built first: the tests check the site too)
+# make unit  : the package's tests alone, without the book, in a couple of minutes
+# make bench : the speed benchmark
+# Each creates .venv when it is missing and installs what it needs (requirements/*.txt).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
 # Trained models are cached here, so the book and the tests train each group once.
 export REVFORMER_CACHE ?= $(CURDIR)/_build/revformer-cache
 export REVFORMER_PROGRESS ?= 0
-# The seed of the models' initial weights for the whole book: make book SEED=7.
+# The seed of the models' initial weights for the whole book (42 is the article's).
 SEED ?= 42
 
-.PHONY: book test bench install clean setup-cells retarget
+.PHONY: book test unit bench clean setup-cells retarget chromium
 
-install: $(STAMP)
+$(PY):
+	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): requirements.txt code/pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -r requirements.txt
-	touch $(STAMP)
+# One stamp per requirements file: a target installs what it needs, again when that file changes.
+$(VENV)/.book: $(PY) requirements/book.txt requirements/runtime.txt code/pyproject.toml
+	$(PY) -m pip install --quiet -r requirements/book.txt
+	touch $@
 
-DOWNLOADS := _build/site-extra/downloads
-# Chapter outputs are cached by notebook content; a change to the package must
-# re-execute them, so the cache is dropped when the package's fingerprint (the
-# one in the trained models' cache keys) or the installed requirements change.
-book: $(STAMP)
-	@mkdir -p _build
-	@hash="seed $(SEED) $$($(PY) -m revformer.fingerprint) $$(cat requirements.txt code/pyproject.toml | sha256sum | cut -c1-16)"; \
-	if [ "$$(cat _build/.package-hash 2>/dev/null)" != "$$hash" ]; then \
-		echo "revformer changed: executing every chapter afresh"; \
-		rm -rf _build/.jupyter_cache _build/.doctrees _build/jupyter_execute _build/html; echo "$$hash" > _build/.package-hash; fi
-	$(PY) -m revformer reproduce --out $(DOWNLOADS) --seed $(SEED) --quiet
-	rm -f $(DOWNLOADS)/revformer-*.whl
-	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir $(DOWNLOADS) ./code
-	mkdir -p $(DOWNLOADS)/notebooks
-	cp book/*.ipynb $(DOWNLOADS)/notebooks/
-	REVFORMER_SEED=$(SEED) REVFORMER_STATIC_BUILD=1 $(VENV)/bin/jupyter-book build . -W -n --keep-going
+$(VENV)/.test: $(VENV)/.book requirements/test.txt
+	$(PY) -m pip install --quiet -r requirements/test.txt
+	touch $@
 
-# The tests check the built site too, so the book is built first.
-test: book
+book: $(VENV)/.book
+	$(PY) tools/book.py build --seed $(SEED)
+
+test: $(VENV)/.test chromium book
 	$(PY) -m pytest
+
+unit: $(VENV)/.test
+	$(PY) -m pytest -m "not book and not slow"
+
+# The browser tests drive Debian's Chromium; without it, say how to get it instead of failing later.
+CHROMIUM ?= $(shell command -v chromium 2>/dev/null || echo /usr/bin/chromium)
+chromium:
+	@test -x "$(CHROMIUM)" || { \
+		echo "Chromium is not installed, and the browser tests need it (headless, never a downloaded build)."; \
+		echo "Install it with: sudo apt-get install -y chromium chromium-driver   (or run make unit: no browser)"; \
+		exit 2; }
 
 # The speed benchmark (issue figures): reproduction against PyTorch's own
 # layers, training steps, the book's build times, the floor, peak memory.
-bench: $(STAMP)
+bench: $(VENV)/.test
 	$(PY) -m revformer bench --book --out _build/bench.json
 
 # The repository and the site are named once, in _config.yml; these derive the rest.

@@ -36,3 +36,14 @@ def test_replacing_a_head_by_zeros_is_knocking_it_out_and_by_its_mean_is_not():
         with pytest.raises(ValueError, match="cannot replace head"):
             with replaced_heads(model, {bad: mean}):
                 pass
+
+
+def test_a_mean_per_position_replaces_the_right_positions_at_every_length():
+    """During generation a pass covers positions 0..t-1; the last block of training, t-p..T-1."""
+    model = make_model(seed=5).double()
+    ids = torch.randint(0, 13, (4, 14))
+    mean = head_outputs(model, ids)[1][:, 0].mean(dim=0)  # [14,Dh]
+    with replaced_heads(model, {(1, 0): mean}):
+        full, _ = model(ids)
+        short, _ = model(ids[:, :9])  # positions 0-8, as the second step of generation reads them
+    torch.testing.assert_close(short, full[:, :9])  # the same positions get the same replacement

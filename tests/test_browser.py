@@ -12,7 +12,7 @@ import pytest
 from book_facts import HTML, chapter_files, page
 
 CHROMIUM = Path("/usr/bin/chromium")
-PAGES = ["book/intro", *chapter_files(), "book/glossary"]
+PAGES = ["book/intro", *chapter_files(), "book/playground", "book/glossary"]
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +68,7 @@ def open_page(browser, site, name):
     return context, tab, errors, outside
 
 
+@pytest.mark.book
 @pytest.mark.parametrize("name", PAGES)
 def test_page_in_a_browser(browser, site, name):
     assert page(name).exists(), name
@@ -103,54 +104,27 @@ def test_page_in_a_browser(browser, site, name):
 
 
 
-EXPLORER_PAGES = ["book/10_heatmaps", "book/11_mask_off", "book/12_ablations"]
+EXPLORER_PAGES = ["book/10_heatmaps", "book/11_mask_off", "book/12_ablations", "book/playground"]
 
 
-def _drawing(explorer):
-    """What the explorer draws now: every cell's value and the row's listed values."""
-    cells = explorer.locator("rect.rfx-cell").evaluate_all("els => els.map(e => e.getAttribute('data-value'))")
-    values = explorer.locator("td.rfx-value").all_text_contents()
-    return cells, values, explorer.locator(".rfx-note").text_content()
-
-
+@pytest.mark.book
 @pytest.mark.parametrize("name", EXPLORER_PAGES)
-def test_explorers_in_a_browser(browser, site, name):
+def test_explorers_run_the_model_in_the_built_page(browser, site, name):
+    """The explorer of the built page computes the trained model, offline, and answers the reader."""
     context, tab, errors, outside = open_page(browser, site, name)
     try:
-        explorers = tab.locator(".rf-explorer").all()
-        assert explorers, f"{name} has no attention explorer"
-        for explorer in explorers:
-            data = json.loads(explorer.locator("script.rf-explorer-data").text_content())
-            length = data["length"]
-            # every control changes the drawing
-            for control in explorer.locator("select").all():
-                options = control.locator("option").evaluate_all("els => els.map(e => e.value)")
-                before = _drawing(explorer)
-                control.select_option(options[-1] if control.input_value() != options[-1] else options[0])
-                assert _drawing(explorer) != before, f"changing {control.get_attribute('class')} changed nothing"
-            # the drawn cells equal the stored weights for a chosen set, layer, head and row
-            set_index = len(data["sets"]) - 1
-            if explorer.locator("select.rfx-set").count():
-                explorer.locator("select.rfx-set").select_option(str(set_index))
-            chosen = data["sets"][set_index if explorer.locator("select.rfx-set").count() else 0]
-            sample = int(explorer.locator("select.rfx-sample").input_value()) if explorer.locator(
-                "select.rfx-sample").count() else 0
-            layer, head, row = data["layers"] - 1, chosen["heads"] - 1, length - 2
-            explorer.locator("select.rfx-layer").select_option(str(layer))
-            explorer.locator("select.rfx-head").select_option(str(head))
-            explorer.locator("select.rfx-row").select_option(str(row))
-            scale = 10 ** data["digits"]
-            stored = [v / scale for v in chosen["w"][sample][layer][head][row]]
-            drawn = explorer.locator(f'rect.rfx-cell[data-q="{row}"]').evaluate_all(
-                "els => els.map(e => Number(e.getAttribute('data-value')))")
-            assert drawn == pytest.approx(stored, abs=10 ** -data["digits"])
-            listed = explorer.locator("td.rfx-value").all_text_contents()
-            for k, text in enumerate(listed):
-                if text != "masked":
-                    assert float(text) == pytest.approx(stored[k], abs=10 ** -data["digits"])
-                else:
-                    assert chosen["masked"] and k > row
-            assert f"Query {row} " in explorer.locator(".rfx-note").text_content()
+        explorer = tab.locator(".rf-playground").first
+        explorer.locator("rect.rfp-cell").first.wait_for(timeout=20000)
+        assert explorer.locator("rect.rfp-cell").count() == 14 * 14
+        digits = explorer.locator("input.rfp-digits")
+        digits.fill("123456")
+        tab.wait_for_function("el => el.querySelector('td.rfp-tok[data-i=\"0\"]').textContent === '6'",
+                              arg=explorer.element_handle(), timeout=20000)
+        answer = explorer.locator("td.rfp-tok").all_text_contents()
+        assert answer[:6] == list("654321"), answer  # every trained group reverses it
+        assert tab.evaluate("window.revformerModel.generate('four_heads', [1, 2, 3, 4, 5, 6])") == [6, 5, 4, 3, 2, 1, 12]
+        digits.fill("12345")
+        assert "six digits" in explorer.locator(".rfp-error").text_content()
         assert errors == [], f"console errors: {errors}"
         assert outside == [], f"requests outside the site: {outside}"
     finally:

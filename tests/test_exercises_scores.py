@@ -11,6 +11,17 @@ def reference(q, k):
     return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1)
 
 
+def written_out(q, k):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    exp = (scores - scores.amax(dim=-1, keepdim=True)).exp()
+    return exp / exp.sum(dim=-1, keepdim=True)
+
+
+def written_out_without_max(q, k):
+    exp = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).exp()
+    return exp / exp.sum(dim=-1, keepdim=True)
+
+
 def no_scaling(q, k):
     return torch.softmax(q @ k.transpose(-2, -1), dim=-1)
 
@@ -75,6 +86,15 @@ def test_float64_and_other_spellings_pass(capsys):
         scores = torch.einsum("bhid,bhjd->bhij", q.double(), k.double()) / q.shape[-1] ** 0.5
         return scores.softmax(-1)
     assert check_attention_weights(spelled) is True
+    assert check_attention_weights(written_out) is True
+
+
+def test_a_softmax_without_the_row_maximum_overflows_on_the_last_case(wrong_report):
+    assert check_attention_weights(written_out_without_max) is False
+    out = wrong_report()
+    # the first two cases pass: the formula is right, only its float32 range is not
+    assert out.count("ok ") >= 4 and "[1, 2, 6, 8]" in out
+    assert "overflows float32" in out and "subtract each row's maximum" in out, out
 
 
 @pytest.mark.parametrize("fn, message", [

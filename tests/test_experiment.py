@@ -186,9 +186,23 @@ def test_a_failing_worker_reports_its_error(small_config, tmp_path):
     from revformer.config import Group
     from revformer.worker import train_in_workers
 
-    with pytest.raises(RuntimeError, match="(?s)worker processes failed.*no_such_group: exit 1.*unknown group"):
-        train_in_workers(small_config, [find_group("one_head"), Group("no_such_group", 4, True)], 25, tmp_path)
+    seed = small_config.train.seed
+    with pytest.raises(RuntimeError, match=rf"(?s)worker processes failed.*no_such_group \(seed {seed}\): exit 1.*unknown group"):
+        train_in_workers([(small_config, find_group("one_head")), (small_config, Group("no_such_group", 4, True))],
+                         25, tmp_path, at_once=1)
     assert [p.name for p in tmp_path.iterdir()] == [next(tmp_path.glob("one_head-*.pt")).name]
+
+
+def test_a_worker_refuses_a_caller_whose_package_code_differs(small_config, tmp_path):
+    """The caller names its cache key; a worker whose files give another key trains nothing."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "revformer.worker", "--config", json.dumps(small_config.to_dict()),
+                           "--group", "one_head", "--steps", "25", "--cache", str(tmp_path), "--key", "0" * 64],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3 and "package's code differs" in done.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_on_a_gpu_the_groups_train_here_one_after_another(small_config, tmp_path, monkeypatch):
@@ -331,6 +345,21 @@ def _collect(lines):
     return hook
 
 
+def test_every_module_that_trains_a_group_is_in_the_training_fingerprint():
+    """What a worker imports to train is what decides the weights: all of it is fingerprinted."""
+    import subprocess
+    import sys
+
+    from revformer.fingerprint import TRAINING_MODULES
+
+    code = ("import sys, revformer.worker\n"
+            "print(' '.join(sorted(m for m in sys.modules if m == 'revformer' or m.startswith('revformer.'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    loaded += ["revformer.generate"]  # imported when training records the learning curve
+    files = {"__init__.py" if m == "revformer" else m.split(".", 1)[1].replace(".", "/") + ".py" for m in loaded}
+    assert files <= set(TRAINING_MODULES), f"trained by modules the cache key ignores: {files - set(TRAINING_MODULES)}"
+
+
 def test_the_cache_key_changes_with_the_package_code(small_config, tmp_path, monkeypatch):
     import revformer.cache
     import revformer.fingerprint as fingerprint
@@ -341,13 +370,18 @@ def test_the_cache_key_changes_with_the_package_code(small_config, tmp_path, mon
     copy = tmp_path / "revformer"
     shutil.copytree(fingerprint.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(fingerprint, "PACKAGE", copy)
-    assert fingerprint.source_fingerprint() == revformer.cache.source_fingerprint() != ""
+    assert fingerprint.training_fingerprint() == revformer.cache.training_fingerprint() != ""
     assert cache_key(small_config, group, 100, "cpu") == key  # the same files: the same key
+    questions = copy / "questions" / "08.json"
+    questions.write_text(questions.read_text().replace("2.5", "2.50", 1))
+    assert cache_key(small_config, group, 100, "cpu") == key  # a question is no part of training
+    before = fingerprint.source_fingerprint()
     model = copy / "model.py"
     model.write_text(model.read_text().replace("x = x + self.dropout", "x = x - self.dropout", 1))
     assert cache_key(small_config, group, 100, "cpu") != key  # one changed line: another key
-    makefile = (ROOT / "Makefile").read_text()
-    assert "revformer.fingerprint" in makefile  # the chapters re-execute on the same fingerprint
+    assert fingerprint.source_fingerprint() != before  # and the book's chapters run again
+    build = (ROOT / "tools" / "book.py").read_text()  # make book runs tools/book.py build
+    assert '"-m", "revformer.fingerprint"' in build  # the chapters re-execute on the package's fingerprint
 
 
 def test_parallel_training_from_a_script_without_a_main_guard(small_config, tmp_path):

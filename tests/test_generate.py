@@ -103,3 +103,54 @@ def test_accuracy_worked_cases():
         score(generated[:, :6], answer[:, :6])
     with pytest.raises(ValueError, match="rows"):
         score(generated[:2], answer)
+
+
+def _trained_small(seed=3, steps=100):
+    """A model trained briefly, so that it writes real answers and makes real mistakes."""
+    from revformer.config import TrainConfig
+    from revformer.data import make_splits, split_inputs_labels
+    from revformer.train import batch_schedule, train_model
+
+    config = TrainConfig(steps=steps, eval_every=steps)
+    splits = make_splits()
+    tx, ty = split_inputs_labels(splits.train)
+    vx, vy = split_inputs_labels(splits.val[:64])
+    result = train_model(make_model(seed=seed), tx, ty, vx, vy, batch_schedule(tx.size(0), config), config,
+                         progress=False)
+    return result.model, splits
+
+
+def test_a_kv_cache_gives_the_same_tokens_and_logits():
+    model, splits = _trained_small()
+    prompts = splits.prompts("test")
+    plain, plain_logits = generate(model, prompts, return_logits=True)
+    cached, cached_logits = generate(model, prompts, kv_cache=True, return_logits=True)
+    assert torch.equal(plain, cached) and plain_logits.shape == (512, 7, 13)
+    # float32 rounds a product over 8 keys and one over 14 differently: close, not equal
+    assert (plain_logits - cached_logits).abs().max() < 1e-5
+    double = model.double()
+    plain, plain_logits = generate(double, prompts, return_logits=True)
+    cached, cached_logits = generate(double, prompts, kv_cache=True, return_logits=True)
+    assert torch.equal(plain, cached) and (plain_logits - cached_logits).abs().max() < 1e-6
+    assert len(set(plain[:, 0].tolist())) > 1  # a model that really writes different answers
+
+
+def test_a_kv_cache_computes_each_position_once():
+    """14 positions a row (the 8 of the prompt, then one a step) against 8 + 9 + ... + 14 = 77."""
+    model = make_model(seed=4)
+    read = []
+    model.token_embedding.register_forward_hook(lambda m, args, out: read.append(args[0].size(1)))
+    prompts = torch.tensor([encode((3, 1, 4, 2, 0, 5))[:8]])
+    generate(model, prompts)
+    assert sum(read) == 77
+    read.clear()
+    generate(model, prompts, kv_cache=True)
+    assert read == [8, 1, 1, 1, 1, 1, 1] and sum(read) == 14
+
+
+def test_a_kv_cache_refuses_a_model_without_the_mask():
+    prompts = torch.tensor([encode((3, 1, 4, 2, 0, 5))[:8]])
+    for model, causal in [(make_model(causal=False), None), (make_model(), False)]:
+        with pytest.raises(ValueError, match="needs the causal mask.*stale"):
+            generate(model, prompts, causal=causal, kv_cache=True)
+    generate(make_model(causal=False), prompts, causal=True, kv_cache=True)  # masked for this call: fine

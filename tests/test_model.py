@@ -137,6 +137,51 @@ def test_knockout_pairs():
         make_model(num_heads=1)(ids, knockout=[(0, 1)])
 
 
+def test_knockout_zeroes_those_heads_before_the_output_projection():
+    """The knocked-out heads' slices of the merged heads are 0 when out_proj reads them."""
+    from revformer.attention import scaled_dot_product_attention
+
+    model = make_model(seed=8).double()
+    ids = torch.randint(0, 13, (3, 14))
+    attention = model.blocks[0].attention
+    seen = {}
+    attention.register_forward_hook(lambda m, inputs, out: seen.__setitem__("x", inputs[0]))
+    attention.out_proj.register_forward_hook(lambda m, inputs, out: seen.__setitem__("merged", inputs[0]))
+    model(ids, knockout=[(0, 1), (0, 3)])
+    x = seen["x"]
+    heads, _ = scaled_dot_product_attention(attention.split_heads(attention.q_proj(x)),
+                                            attention.split_heads(attention.k_proj(x)),
+                                            attention.split_heads(attention.v_proj(x)))
+    heads[:, [1, 3]] = 0.0
+    torch.testing.assert_close(seen["merged"], attention.merge_heads(heads), rtol=0, atol=1e-12)
+    merged = seen["merged"].view(3, 14, 4, 16)
+    assert (merged[:, :, [1, 3]] == 0).all() and (merged[:, :, [0, 2]] != 0).any()
+
+
+def test_knocking_out_a_whole_layer_leaves_only_the_output_bias():
+    model = make_model(seed=9).double()
+    with torch.no_grad():
+        model.blocks[1].attention.out_proj.bias.normal_()
+    ids = torch.randint(0, 13, (2, 14))
+    outputs = []
+    model.blocks[1].attention.register_forward_hook(lambda m, inputs, out: outputs.append(out[0]))
+    model(ids, knockout=[(1, h) for h in range(4)])
+    expected = model.blocks[1].attention.out_proj.bias.expand(2, 14, 64)
+    assert torch.equal(outputs[0], expected)  # zero heads times the weights, plus the bias
+
+
+def test_knockout_pairs_as_lists_or_repeated_are_the_same():
+    model = make_model(seed=10)
+    ids = torch.randint(0, 13, (2, 14))
+    once, _ = model(ids, knockout=((0, 2),))
+    for same in ([[0, 2]], [(0, 2), (0, 2)], [[0, 2], (0, 2)]):
+        again, _ = model(ids, knockout=same)
+        assert torch.equal(again, once), same
+    both, _ = model(ids, knockout=[(0, 2), (1, 0)])
+    reversed_order, _ = model(ids, knockout=[(1, 0), (0, 2)])
+    assert torch.equal(both, reversed_order) and not torch.equal(both, once)
+
+
 def test_hooks_receive_exactly_each_sublayers_output():
     """A forward hook sees the sublayer's own output: nothing adds the residual into it later."""
     model = make_model(seed=6).double()

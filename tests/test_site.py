@@ -8,6 +8,8 @@ import pytest
 
 from book_facts import (FIGURE_CHAPTERS, HTML, REPO_URL, chapter_files, chapter_number, page, toc_files)
 
+pytestmark = pytest.mark.book
+
 CHAPTERS = chapter_files()
 DOWNLOADS = ["config.json", "losses_full.csv", "losses_ablation.csv", "ablation.csv", "predictions.csv",
              "attention_sample0.npz", "head_stats.csv", "mask_toggle.json"]
@@ -117,14 +119,17 @@ def test_downloads_are_linked_from_the_introduction():
         assert notebook in hrefs and (HTML / notebook[3:]).exists()
 
 
-@pytest.mark.parametrize("name", ["book/10_heatmaps", "book/11_mask_off", "book/12_ablations"])
-def test_explorers_are_inline_and_small(name):
+@pytest.mark.parametrize("name", ["book/10_heatmaps", "book/11_mask_off", "book/12_ablations", "book/playground"])
+def test_explorers_run_the_model_from_the_site_itself(name):
+    """Each explorer loads the exported model from the site's own /web/ folder, relatively."""
     html = page(name).read_text(encoding="utf-8")
-    blocks = re.findall(r'<div class="rf-explorer".*?</div>\s*<script>.*?</script>', html, re.S)
-    assert blocks, "the chapter carries a static attention explorer"
-    for block in blocks:
-        assert len(block.encode()) < 150_000
-        assert not re.search(r'src=["\']', block), "the explorer loads nothing"
+    assert 'class="rf-playground"' in html
+    sources = {a.get("src") for t, a in tags(page(name)) if t == "script" and a.get("src")}
+    assert {"../web/revformer-weights.js", "../web/revformer-model.js"} <= sources
+    for script in ("revformer-weights.js", "revformer-model.js"):
+        assert (HTML / "web" / script).stat().st_size > 0
+    size = sum(p.stat().st_size for p in (HTML / "web").iterdir())
+    assert size <= 1_500_000, f"the model for the browser adds {size:,} bytes to the site"
 
 
 def _listings():

@@ -1,4 +1,8 @@
-"""Maintenance of the book's notebooks: ``python tools/book.py setup-cells | retarget REPO [SITE] | check``.
+"""The book's own tasks: ``python tools/book.py build [--seed N] | setup-cells | retarget REPO [SITE] | check``.
+
+``build`` is the whole book build, the one ``make book`` runs: the experiment
+and its downloads, the package's wheel, the chapter notebooks as downloads,
+then every chapter executed and the site built with warnings as errors.
 
 One place names the repository and the published site: ``_config.yml``
 (``repository.url`` and ``html.baseurl``). Everything else that names them is
@@ -15,8 +19,12 @@ derived from there:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from string import Template
@@ -25,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "tools" / "setup_cell.py.template"
 # Files, besides the notebooks, that name the repository or the site.
 NAMED_IN = ["_config.yml", "README.md", "CITATION.cff", "CONTRIBUTING.md", "code/pyproject.toml",
-            "book/intro.md", "book/glossary.md"]
+            "code/revformer/web.py", "book/intro.md", "book/glossary.md", "book/playground.md"]
 REPO_PATTERN = re.compile(r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
@@ -118,23 +126,80 @@ def problems() -> list[str]:
             continue
         text = path.read_text(encoding="utf-8")
         for url in re.findall(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", text):
+            if "OWNER" in url:  # a placeholder in the instructions for forks
+                continue
             if url.rstrip(".") != repo:
                 found.append(f"{path.relative_to(ROOT)}: names the repository {url}, not {repo}")
         for url in re.findall(r"https://[A-Za-z0-9_.-]+\.github\.io/[A-Za-z0-9_.-]*", text):
+            if "OWNER" in url:
+                continue
             if not (url + "/").startswith(site) and url.rstrip("/") + "/" != site:
                 found.append(f"{path.relative_to(ROOT)}: names the site {url}, not {site}")
     return found
 
 
+BUILD = ROOT / "_build"
+DOWNLOADS = BUILD / "site-extra" / "downloads"  # served at /downloads/ (html_extra_path)
+WEB = BUILD / "site-extra" / "web"  # served at /web/: the model in the browser
+
+
+def _run(*command, env=None) -> None:
+    print("+", " ".join(str(c) for c in command), flush=True)
+    subprocess.run([str(c) for c in command], cwd=ROOT, env=env, check=True)
+
+
+def _build_hash(seed: int, python: str) -> str:
+    """What decides the chapters' outputs besides their own text: seed, package code, requirements."""
+    fingerprint = subprocess.run([python, "-m", "revformer.fingerprint"], cwd=ROOT, check=True,
+                                 capture_output=True, text=True).stdout.strip()
+    requirements = hashlib.sha256(b"".join(p.read_bytes() for p in sorted((ROOT / "requirements").glob("*.txt"))))
+    return f"seed {seed} package {fingerprint} requirements {requirements.hexdigest()[:16]}"
+
+
+def build(seed: int) -> int:
+    """The whole book, as ``make book`` builds it (the README's recipe without make calls this too)."""
+    python = sys.executable
+    env = dict(os.environ, REVFORMER_SEED=str(seed), REVFORMER_PROGRESS=os.environ.get("REVFORMER_PROGRESS", "0"))
+    env.setdefault("REVFORMER_CACHE", str(BUILD / "revformer-cache"))  # trained models, kept between builds
+    BUILD.mkdir(exist_ok=True)
+    # Chapter outputs are cached by notebook text (in _build/.jupyter_cache): when anything else that
+    # decides them changes, every chapter is executed afresh.
+    stamp, current = BUILD / ".package-hash", _build_hash(seed, python)
+    if not stamp.exists() or stamp.read_text() != current:
+        print("the seed, the package or the requirements changed: executing every chapter afresh")
+        for name in (".jupyter_cache", ".doctrees", "jupyter_execute", "html"):
+            shutil.rmtree(BUILD / name, ignore_errors=True)
+        stamp.write_text(current)
+    _run(python, "-m", "revformer", "reproduce", "--out", DOWNLOADS, "--seed", seed, "--quiet", env=env)
+    _run(python, "-m", "revformer", "sweep", "--out", DOWNLOADS, "--quiet", env=env)  # the seeds chapters
+    _run(python, "-m", "revformer", "web", "--out", WEB, env=env)  # the trained models for the browser
+    for old in DOWNLOADS.glob("revformer-*.whl"):
+        old.unlink()
+    _run(python, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", DOWNLOADS,
+         ROOT / "code", env=env)
+    shutil.rmtree(ROOT / "code" / "build", ignore_errors=True)  # what setuptools leaves behind
+    (DOWNLOADS / "notebooks").mkdir(parents=True, exist_ok=True)
+    for notebook in notebooks():
+        shutil.copy(notebook, DOWNLOADS / "notebooks" / notebook.name)
+    env["REVFORMER_STATIC_BUILD"] = "1"
+    _run(python, "-c", "from jupyter_book.cli.main import main; main()", "build", ".", "-W", "-n",
+         "--keep-going", env=env)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python tools/book.py", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    builder = commands.add_parser("build", help="the experiment, the downloads and the book (make book)")
+    builder.add_argument("--seed", type=int, default=42, help="seed of the models' initial weights")
     commands.add_parser("setup-cells", help="render the setup cell into every notebook")
     target = commands.add_parser("retarget", help="name another repository (and site)")
     target.add_argument("repo")
     target.add_argument("site", nargs="?")
     commands.add_parser("check", help="fail when any place disagrees with _config.yml")
     args = parser.parse_args(argv)
+    if args.command == "build":
+        return build(args.seed)
     if args.command == "setup-cells":
         return setup_cells()
     if args.command == "retarget":

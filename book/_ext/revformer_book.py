@@ -66,11 +66,11 @@ def default_light_mode(app, config):
     config.html_context = context
 
 
-_LINK = re.compile(r'(href=")([^"]*)(")')
+_LINK = re.compile(r'((?:href|src)=")([^"]*)(")')
 
 
 def relative_site_links(app, pagename, templatename, context, doctree):
-    """Rewrite ``href="<html_baseurl>/X"`` in the page body into a link relative to the page."""
+    """Rewrite ``href="<html_baseurl>/X"`` (and ``src=``) in the page body into a link relative to the page."""
     base = (app.config.html_baseurl or "").rstrip("/") + "/"
     body = context.get("body")
     if base == "/" or not body:

@@ -76,8 +76,11 @@ def prefix_logit_change(model, inputs: torch.Tensor, causal: bool | None = None,
     """Largest absolute change of the prefix logits (positions 0-7, all 13 classes)
     when the future answer digits of ``inputs`` ``[B,14]`` are changed.
 
-    With a working causal mask this is exactly 0: no prefix position can read
-    the future. Without the mask it is not.
+    With a working causal mask this is exactly 0 here: no prefix position can
+    read the future, and both passes run the same shapes through the same
+    deterministic kernels, so even the rounding is the same. (The prefix run
+    alone, at another length, agrees only to about 1e-6 in float32: other
+    shapes round in another order.) Without the mask it is far from 0.
     """
     was_training = model.training
     model.eval()
@@ -132,18 +135,30 @@ def replaced_heads(model, replacements: dict):
                              f"and heads 0-{blocks[0].attention.num_heads - 1}")
         by_layer.setdefault(layer, {})[head] = torch.as_tensor(value)
 
-    def hook_for(layer):
+    rows = {}  # layer -> the positions of this call's query rows: queries_from..T-1
+
+    def note_rows(layer):
+        def note(module, args):
+            length, queries_from = args[0].size(1), (args[3] if len(args) > 3 else 0)
+            rows[layer] = slice(queries_from, length)
+        return note
+
+    def replace_for(layer):
         attention = blocks[layer].attention
 
         def replace(module, args):
-            heads = attention.split_heads(args[0]).clone()  # [B,H,T,Dh], a copy to change
+            if layer not in rows:
+                raise ValueError("replaced_heads changes the model's own forward pass; a KVCache calls the "
+                                 "layers directly and is not covered")
+            heads = attention.split_heads(args[0]).clone()  # [B,H,t,Dh], a copy to change
             for head, value in by_layer[layer].items():
                 value = value.to(heads.device, heads.dtype)
-                heads[:, head] = value[-heads.size(2):] if value.dim() == 2 else value
+                heads[:, head] = value[rows[layer]] if value.dim() == 2 else value
             return (attention.merge_heads(heads),)
         return replace
 
-    hooks = [blocks[layer].attention.out_proj.register_forward_pre_hook(hook_for(layer)) for layer in by_layer]
+    hooks = [blocks[layer].attention.register_forward_pre_hook(note_rows(layer)) for layer in by_layer]
+    hooks += [blocks[layer].attention.out_proj.register_forward_pre_hook(replace_for(layer)) for layer in by_layer]
     try:
         yield model
     finally:

@@ -19,7 +19,7 @@ import torch
 
 from .config import ExperimentConfig, Group
 from .files import atomic_path
-from .fingerprint import source_fingerprint
+from .fingerprint import training_fingerprint
 from .model import make_model
 
 CACHE_ENV = "REVFORMER_CACHE"
@@ -33,7 +33,7 @@ def default_cache_dir() -> Path:
 def cache_key(config: ExperimentConfig, group: Group, steps: int, device) -> str:
     """A hash of everything that decides a trained model's weights, the package's code included."""
     identity = {
-        "package": source_fingerprint(),
+        "package": training_fingerprint(),
         "torch": torch.__version__,
         "device": torch.device(device).type,
         "config": config.to_dict(),
@@ -57,6 +57,7 @@ class Run:
     batch_losses: list  # the loss of each step's batch
     train_seconds: float  # wall-clock time of train_model in the process that trained it
     steps: int
+    curve: list = field(default_factory=list)  # (step, val_loss, val_sequence_accuracy)
     from_cache: bool = field(default=False, compare=False)
 
 
@@ -68,6 +69,7 @@ def save_run(path: Path, key: str, run: Run) -> None:
         "train_seconds": run.train_seconds,
         "history": [list(row) for row in run.history],
         "batch_losses": list(run.batch_losses),
+        "curve": [list(point) for point in run.curve],
         "state_dict": {k: v.detach().cpu() for k, v in run.model.state_dict().items()},
     }
     with atomic_path(path) as tmp:
@@ -85,11 +87,13 @@ def load_run(path: Path, key: str, config: ExperimentConfig, group: Group, devic
         model = make_model(group.num_heads, config.train.seed, group.causal, config.model)
         model.load_state_dict(payload["state_dict"])
         history = [tuple(row) for row in payload["history"]]
+        curve = [tuple(point) for point in payload["curve"]]
         steps = int(payload["steps"])
-        if len(history) != steps // config.train.eval_every + 1 or len(payload["batch_losses"]) != steps:
+        if (len(history) != steps // config.train.eval_every + 1 or len(payload["batch_losses"]) != steps
+                or [point[0] for point in curve] != config.train.curve_steps(steps)):
             raise ValueError("its record is incomplete")
         return Run(group, model.to(device).eval(), history, list(payload["batch_losses"]),
-                   float(payload["train_seconds"]), steps, from_cache=True)
+                   float(payload["train_seconds"]), steps, curve, from_cache=True)
     except Exception as error:  # any unreadable or inconsistent file is retrained
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         print(f"revformer: cache file {path.name} is damaged or foreign ({reason[:120]}); retraining",

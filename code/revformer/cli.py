@@ -3,7 +3,9 @@
 ``python -m revformer reproduce --out DIR [--device auto|cpu|cuda] [--seed N] [--quiet]``
 trains (or loads) the three groups and writes the eight result files;
 ``python -m revformer bench [--rounds N] [--book] [--out FILE]`` runs the
-speed benchmark (see ``revformer.bench``).
+speed benchmark (see ``revformer.bench``);
+``python -m revformer web --out DIR [--cache DIR]`` exports the cached models'
+weights and the JavaScript model for the browser (see ``revformer.web``).
 """
 from __future__ import annotations
 
@@ -22,6 +24,17 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--seed", type=int, default=None,
                      help="seed of the models' initial weights (default: $REVFORMER_SEED, else 42)")
     rep.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
+    web = commands.add_parser("web", help="export the trained weights and the JavaScript model for the browser")
+    web.add_argument("--out", required=True, help="folder for revformer-weights.js and revformer-model.js")
+    web.add_argument("--cache", default=None,
+                     help="folder of cached trained models (default: $REVFORMER_CACHE or ~/.cache/revformer)")
+    sweep = commands.add_parser("sweep", help="every group for several seeds: seeds.csv and learning_curves.csv")
+    sweep.add_argument("--out", required=True, help="folder for the two files")
+    sweep.add_argument("--seeds", default=None,
+                       help="seeds separated by commas (default: the build's seed, then 0, 1, 2, 3)")
+    sweep.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    sweep.add_argument("--cache", default=None, help="folder of cached trained models")
+    sweep.add_argument("--quiet", action="store_true", help="no summary")
     commands.add_parser("bench", help="the speed benchmark (python -m revformer bench --help)", add_help=False)
     return parser
 
@@ -33,6 +46,10 @@ def main(argv=None) -> int:
 
         return bench(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.command == "web":
+        return _web(args)
+    if args.command == "sweep":
+        return _sweep(args)
     from .artifacts import reproduce  # torch is imported only when a command needs it
 
     try:
@@ -48,6 +65,34 @@ def main(argv=None) -> int:
             print(f"{row['group']:>10}: val loss {row['val_loss']:.6f}, digits "
                   f"{row['digit_accuracy']:.2%}, sequences {row['sequence_accuracy']:.2%} ({source})")
         print(f"wrote 8 files to {args.out}")
+    return 0
+
+
+def _web(args) -> int:
+    from .web import export_size, main as web
+
+    try:
+        written = web(args.out, cache_dir=args.cache)
+    except ValueError as error:
+        print(f"revformer: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {', '.join(written)} to {args.out} ({export_size(args.out):,} bytes)")
+    return 0
+
+
+def _sweep(args) -> int:
+    from .sweep import run_sweep
+
+    try:
+        rows, _ = run_sweep(args.out, seeds=args.seeds, device=args.device, cache_dir=args.cache, progress=False)
+    except ValueError as error:
+        print(f"revformer: {error}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        for row in rows:
+            print(f"{row['group']:>10} seed {row['seed']:>4}: val loss {row['val_loss']:.6f}, sequences "
+                  f"{row['sequence_accuracy']:.2%}, first perfect step {row['first_perfect_step']}")
+        print(f"wrote seeds.csv and learning_curves.csv to {args.out}")
     return 0
 
 

@@ -124,6 +124,11 @@ class TrainConfig:
     ``time_limit_seconds`` is the projected wall-clock time all three groups
     may take together; the speed test lowers every group's steps alike when
     the projection is over it.
+
+    The learning curve (validation loss and greedy sequence accuracy on the
+    validation set) is recorded every ``curve_every`` steps up to step
+    ``curve_until``, where the groups learn the task, and at every evaluation
+    step after; ``curve_every=0`` records none.
     """
 
     steps: int = 600
@@ -135,10 +140,16 @@ class TrainConfig:
     batch_seed: int = 1234
     speed_test_steps: int = 20
     time_limit_seconds: float = 1800.0
+    curve_every: int = 10
+    curve_until: int = 200
 
     def __post_init__(self):
         for name in ("steps", "batch_size", "eval_every", "speed_test_steps"):
             _positive_int(name, getattr(self, name))
+        for name in ("curve_every", "curve_until"):
+            value = getattr(self, name)
+            _require(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+                     f"{name} must be an int >= 0, got {value!r}")
         _require(isinstance(self.seed, int) and not isinstance(self.seed, bool),
                  f"seed must be an int, got {self.seed!r}")
         for name in ("learning_rate", "clip_norm", "time_limit_seconds"):
@@ -151,6 +162,14 @@ class TrainConfig:
             self.steps % self.eval_every == 0,
             f"steps ({self.steps}) must be a multiple of eval_every ({self.eval_every})",
         )
+
+    def curve_steps(self, steps: int | None = None) -> list[int]:
+        """The steps of the learning curve of a run of ``steps`` (default ``self.steps``), 0 first."""
+        steps = self.steps if steps is None else steps
+        if self.curve_every == 0:
+            return []
+        early = range(0, min(self.curve_until, steps) + 1, self.curve_every)
+        return sorted(set(early) | set(range(0, steps + 1, self.eval_every)))
 
 
 @dataclass(frozen=True)

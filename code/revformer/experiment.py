@@ -187,7 +187,7 @@ def load_experiment(config: ExperimentConfig | None = None, device="auto", cache
             keys, runs = cached(steps)
     missing = [g for g in chosen if runs[g.name] is None]
     if use_workers(device, len(missing), parallel):
-        train_in_workers(config, missing, steps, cache_dir)
+        train_in_workers([(config, g) for g in missing], steps, cache_dir)
         for g in missing:
             runs[g.name] = load_run(cache_path(cache_dir, g, keys[g.name]), keys[g.name], config, g, device)
             if runs[g.name] is None:

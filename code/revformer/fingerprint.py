@@ -1,9 +1,12 @@
-"""A fingerprint of the package's own files: ``python -m revformer.fingerprint``.
+"""Fingerprints of the package's own files: ``python -m revformer.fingerprint``.
 
-Trained models are cached under a key that includes it, so a changed model,
-loss or training loop can never be loaded from a cache written by the old
-code; the Makefile re-executes the chapters when it changes. Only the
-standard library is imported, so the Makefile can ask for it cheaply.
+Trained models are cached under a key that includes ``training_fingerprint()``,
+the hash of every module that takes part in training a group (a test checks
+that the list is complete), so a changed model, loss or training loop can never
+be loaded from a cache written by the old code, while a changed question or
+exercise checker retrains nothing. The book build re-executes every chapter
+when ``source_fingerprint()``, the hash of all the package's files, changes.
+Only the standard library is imported, so the build can ask for it cheaply.
 """
 from __future__ import annotations
 
@@ -20,13 +23,27 @@ def package_files() -> list[Path]:
                   if p.is_file() and p.suffix in SUFFIXES and "__pycache__" not in p.parts)
 
 
-def source_fingerprint() -> str:
-    """SHA-256 over each file's path (relative to the package) and contents."""
+# The modules a worker imports to train a group: what decides the weights, losses and curves.
+TRAINING_MODULES = ("__init__.py", "attention.py", "cache.py", "config.py", "data.py", "files.py",
+                    "fingerprint.py", "generate.py", "model.py", "train.py", "worker.py")
+
+
+def _digest(paths) -> str:
     digest = hashlib.sha256()
-    for path in package_files():
+    for path in paths:
         digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def source_fingerprint() -> str:
+    """SHA-256 over each file's path (relative to the package) and contents: all of them."""
+    return _digest(package_files())
+
+
+def training_fingerprint() -> str:
+    """The same over the modules that train a group (``TRAINING_MODULES``)."""
+    return _digest(PACKAGE / name for name in TRAINING_MODULES)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """Greedy autoregressive generation and the two accuracies.
 
 Generation starts from the 8-token prompt ``BOS d0..d5 SEP`` and runs seven
-full forward passes, one new token each, always reading the logits of the
-last position. There is no KV cache: every pass recomputes the whole prefix.
+forward passes, one new token each, always reading the logits of the last
+position. By default every pass recomputes the whole prefix, as the article
+does; ``kv_cache=True`` keeps each layer's keys and values instead
+(``KVCache``), which the causal mask makes exact.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .attention import scaled_dot_product_attention
 from .data import BOS, EOS, PROMPT_LEN, SEP, SEQ_LEN, check_token_batch
 
 
@@ -27,32 +30,90 @@ def check_prompts(prompts) -> None:
         raise ValueError("prompt positions 1-6 must hold digits 0-9")
 
 
-@torch.no_grad()
-def generate(model, prompts: torch.Tensor, causal: bool | None = None) -> torch.Tensor:
+class KVCache:
+    """Every layer's keys and values for the positions a model has read so far, ``[B,H,t,Dh]`` each.
+
+    With the causal mask, position i's keys and values depend on tokens 0..i
+    only, so they do not change when later tokens arrive: each step computes
+    the new positions alone, and their queries read the kept keys and values.
+    This is the forward pass of ``TransformerBlock`` and ``ReversalTransformer``
+    again, written out with the keys and values kept.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.keys = [None] * len(model.blocks)
+        self.values = [None] * len(model.blocks)
+        self.length = 0  # positions read so far
+
+    def next_logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Read the positions of ``tokens`` ``[B,T]`` not read yet; the logits ``[B,13]`` of the last one."""
+        model, start = self.model, self.length
+        positions = torch.arange(start, tokens.size(1), device=tokens.device)  # the new positions only
+        x = model.token_embedding(tokens[:, start:]) + model.position_embedding(positions)  # [B,t,D]
+        for layer, block in enumerate(model.blocks):
+            attention = block.attention
+            h = block.norm1(x)
+            q = attention.split_heads(attention.q_proj(h))  # [B,H,t,Dh]: the new queries
+            k = attention.split_heads(attention.k_proj(h))
+            v = attention.split_heads(attention.v_proj(h))
+            if start:  # the earlier positions' keys and values, kept from the steps before
+                k = torch.cat([self.keys[layer], k], dim=2)  # [B,H,T,Dh]
+                v = torch.cat([self.values[layer], v], dim=2)
+            self.keys[layer], self.values[layer] = k, v
+            heads, _ = scaled_dot_product_attention(q, k, v, causal=True)  # the last t rows: [B,H,t,Dh]
+            x = x + block.dropout(attention.out_proj(attention.merge_heads(heads)))
+            x = x + block.dropout(block.ffn(block.norm2(x)))
+        self.length = tokens.size(1)
+        return model.lm_head(model.final_norm(x[:, -1]))  # [B,13]
+
+
+def uses_mask(model, causal: bool | None = None) -> bool:
+    """Whether a forward pass with ``causal`` (None: each layer's own setting) masks every layer."""
+    if causal is not None:
+        return causal
+    return all(block.attention.causal for block in model.blocks)
+
+
+@torch.inference_mode()
+def generate(model, prompts: torch.Tensor, causal: bool | None = None, kv_cache: bool = False,
+             return_logits: bool = False):
     """``[B,8]`` prompts -> ``[B,7]`` greedy tokens; EOS repeats once a row has emitted it.
 
     No token is forbidden: a model that writes SEP where a digit belongs is
     scored as wrong, not corrected. The model's train/eval mode is restored.
-    The result is on the device of ``prompts``.
+    The result is on the device of ``prompts``. ``kv_cache=True`` gives the
+    same tokens with less work (``KVCache``); ``return_logits=True`` returns
+    ``(tokens, logits)``, the logits ``[B,7,13]`` each step read.
     """
     check_prompts(prompts)
+    if kv_cache and not uses_mask(model, causal):
+        raise ValueError("kv_cache=True needs the causal mask: without it every position reads the later "
+                         "ones, so the keys and values of earlier positions change with each new token, and "
+                         "kept ones would be stale; generate with kv_cache=False")
     was_training = model.training
     model.eval()
     try:
         device = next(model.parameters()).device
         tokens = prompts.to(device=device, dtype=torch.long)
         finished = torch.zeros(tokens.size(0), dtype=torch.bool, device=device)
-        new = []
+        cache = KVCache(model) if kv_cache else None
+        new, read = [], []
         for _ in range(SEQ_LEN + 1):
-            logits, _ = model(tokens, causal=causal)  # [B,t,13]
-            next_token = logits[:, -1].argmax(dim=-1)  # the last position predicts what follows
-            next_token = next_token.masked_fill(finished, EOS)
+            if cache is None:
+                logits, _ = model(tokens, causal=causal)  # [B,t,13]: the whole prefix again
+                last = logits[:, -1]  # the last position predicts what follows
+            else:
+                last = cache.next_logits(tokens)  # [B,13]: only the new position is computed
+            next_token = last.argmax(dim=-1).masked_fill(finished, EOS)
             finished |= next_token == EOS
             new.append(next_token)
+            read.append(last)
             tokens = torch.cat([tokens, next_token.unsqueeze(1)], dim=1)
     finally:
         model.train(was_training)
-    return torch.stack(new, dim=1).to(prompts.device)  # [B,7]
+    generated = torch.stack(new, dim=1).to(prompts.device)  # [B,7]
+    return (generated, torch.stack(read, dim=1).to(prompts.device)) if return_logits else generated
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,7 @@ def show_source(obj, first: str | None = None, last: str | None = None) -> Sourc
     contains ``first`` to the first line after it that contains ``last``
     (both included), for example the embedding lines of a forward pass.
     """
+    obj = inspect.unwrap(obj)  # a decorated function: its own source, not the decorator's wrapper
     try:
         lines, start = inspect.getsourcelines(obj)
         file = inspect.getsourcefile(obj)

@@ -32,14 +32,14 @@ def answer_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 FIRST_TARGET = PROMPT_LEN - 1
 
 
-def evaluate_loss(model, inputs, labels, batch_size: int = 512) -> float:
+def evaluate_loss(model, inputs, labels, batch_size: int = 512, first_target: int = FIRST_TARGET) -> float:
     """Mean cross-entropy over every supervised target of a whole set.
 
     In ``eval()`` mode (dropout off) and without building a graph
     (``inference_mode``): the two switches do different jobs. The model's
     train/eval mode is restored afterwards. Batches of 512 keep each layer's
     activations in the processor's cache, which is faster here than one
-    huge batch.
+    huge batch. ``first_target``: the first position with a label (7 here).
     """
     was_training = model.training
     model.eval()
@@ -49,9 +49,9 @@ def evaluate_loss(model, inputs, labels, batch_size: int = 512) -> float:
         for start in range(0, inputs.size(0), batch_size):
             x = inputs[start:start + batch_size].to(device)
             y = labels[start:start + batch_size].to(device)
-            logits, _ = model(x, logits_from=FIRST_TARGET)  # [B,7,13]
+            logits, _ = model(x, logits_from=first_target)  # [B,7,13]
             total += F.cross_entropy(
-                logits.reshape(-1, logits.size(-1)), y[:, FIRST_TARGET:].reshape(-1),
+                logits.reshape(-1, logits.size(-1)), y[:, first_target:].reshape(-1),
                 ignore_index=IGNORE_INDEX, reduction="sum",
             ).item()
             count += int((y != IGNORE_INDEX).sum())
@@ -100,15 +100,15 @@ def make_optimizer(model, learning_rate: float) -> torch.optim.Adam:
     return torch.optim.Adam(model.parameters(), lr=learning_rate, fused=device.type in ("cpu", "cuda"))
 
 
-def train_step(model, optimizer, x, y, clip_norm: float) -> torch.Tensor:
+def train_step(model, optimizer, x, y, clip_norm: float, first_target: int = FIRST_TARGET) -> torch.Tensor:
     """One update: clear gradients, forward, loss, backward, clip, Adam step; the batch loss.
 
     ``x`` and ``y`` are ``[B,14]`` inputs and labels. Only the positions with
     targets (7-13) need logits, so the model is asked for those alone.
     """
     optimizer.zero_grad(set_to_none=True)
-    logits, _ = model(x, logits_from=FIRST_TARGET)  # [B,7,13]
-    loss = answer_loss(logits, y[:, FIRST_TARGET:])
+    logits, _ = model(x, logits_from=first_target)  # [B,7,13]
+    loss = answer_loss(logits, y[:, first_target:])
     loss.backward()
     # Rescales all gradients together when their L2 norm exceeds clip_norm;
     # a NaN or inf norm raises instead of silently poisoning the weights.
@@ -191,16 +191,34 @@ class TrainResult:
     batch_losses: list = field(default_factory=list)  # the loss of each step's batch, steps 1..N
     seconds: float = 0.0
     steps: int = 0
+    curve: list = field(default_factory=list)  # (step, val_loss, val_sequence_accuracy)
+
+
+def curve_point(model, val_inputs, val_labels, val_loss: float | None = None) -> tuple[float, float]:
+    """Validation loss and greedy sequence accuracy: can the model write the answers yet?
+
+    The answers are generated from the prompts alone (``val_inputs[:, :8]``)
+    and compared with the true ones (``val_labels[:, 7:]``: six digits and
+    EOS). A model that uses the causal mask generates with a KV cache: the
+    same tokens, five times less work.
+    """
+    from .generate import generate, score, uses_mask
+
+    val_loss = evaluate_loss(model, val_inputs, val_labels) if val_loss is None else val_loss
+    generated = generate(model, val_inputs[:, :PROMPT_LEN], kv_cache=uses_mask(model))
+    return val_loss, score(generated, val_labels[:, FIRST_TARGET:]).sequence_accuracy
 
 
 def train_model(model, train_inputs, train_labels, val_inputs, val_labels, schedule,
                 config: TrainConfig | None = None, progress: bool | None = None,
-                description: str = "training") -> TrainResult:
+                description: str = "training", first_target: int = FIRST_TARGET) -> TrainResult:
     """Adam on the shared ``schedule``, whole-set losses every ``eval_every`` steps.
 
     ``schedule`` is ``[steps,batch]`` training indices (see ``batch_schedule``).
     Records step 0 (before any update) and every ``eval_every`` steps after;
-    a NaN or inf loss stops the run.
+    a NaN or inf loss stops the run. The learning curve is recorded at
+    ``config.curve_steps``. ``first_target``: the first position with a label
+    (7 in the book's layout; data of other layouts pass their own).
     """
     config = config or TrainConfig()
     if schedule.dim() != 2 or schedule.size(0) % config.eval_every != 0:
@@ -215,25 +233,34 @@ def train_model(model, train_inputs, train_labels, val_inputs, val_labels, sched
     val_x, val_y = val_inputs.to(device), val_labels.to(device)
     optimizer = make_optimizer(model, config.learning_rate)
 
-    def record(step):
-        row = (step, evaluate_loss(model, train_x, train_y), evaluate_loss(model, val_x, val_y))
-        if not all(math.isfinite(loss) for loss in row[1:]):
-            raise FloatingPointError(f"loss became non-finite at step {step}: {row}")
-        history.append(row)
+    curve_steps = set(config.curve_steps(schedule.size(0)))
 
-    history, batch_losses = [], []
+    def record(step):
+        val_loss = None
+        if step % config.eval_every == 0:
+            row = (step, evaluate_loss(model, train_x, train_y, first_target=first_target),
+                   evaluate_loss(model, val_x, val_y, first_target=first_target))
+            if not all(math.isfinite(loss) for loss in row[1:]):
+                raise FloatingPointError(f"loss became non-finite at step {step}: {row}")
+            history.append(row)
+            val_loss = row[2]
+        if step in curve_steps:
+            curve.append((step, *curve_point(model, val_x, val_y, val_loss)))
+        model.train()
+
+    history, batch_losses, curve = [], [], []
     start = time.perf_counter()
     record(0)
-    model.train()
     with tqdm(total=schedule.size(0), desc=description, disable=not progress_enabled(progress),
               leave=False, dynamic_ncols=True) as bar:
         for step, idx in enumerate(schedule.to(device), start=1):
-            batch_losses.append(train_step(model, optimizer, train_x[idx], train_y[idx], config.clip_norm))
+            batch_losses.append(train_step(model, optimizer, train_x[idx], train_y[idx], config.clip_norm,
+                                           first_target))
             bar.update(1)
-            if step % config.eval_every == 0:
+            if step % config.eval_every == 0 or step in curve_steps:
                 record(step)
                 bar.set_postfix(train=f"{history[-1][1]:.4f}", val=f"{history[-1][2]:.4f}")
     _sync(device)
     model.eval()
     return TrainResult(model, history, torch.stack(batch_losses).tolist(),
-                       time.perf_counter() - start, schedule.size(0))
+                       time.perf_counter() - start, schedule.size(0), curve)

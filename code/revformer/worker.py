@@ -6,7 +6,8 @@ instead: ``train_in_workers`` starts one fresh interpreter per group,
 
     python -m revformer.worker --config JSON --group NAME --steps N --cache DIR
 
-each on one share of the cores, and waits for them. Each worker writes its
+each on one share of the cores (a sweep of several seeds runs a few at a
+time), and waits for them. Each worker writes its
 group's cache file (to a temporary name, then renamed) and exits; the caller
 then loads the files like any other cache hit. A model this small keeps one
 thread busy, so three processes on two cores finish sooner than three groups
@@ -26,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -45,7 +47,8 @@ def train_group(config: ExperimentConfig, group: Group, splits: Splits, schedule
     model = make_model(group.num_heads, config.train.seed, group.causal, config.model, device)
     result = train_model(model, train_x, train_y, val_x, val_y, schedule, config.train, progress,
                          description=group.name)
-    return Run(group, result.model, result.history, result.batch_losses, result.seconds, result.steps)
+    return Run(group, result.model, result.history, result.batch_losses, result.seconds, result.steps,
+               result.curve)
 
 
 def use_workers(device: torch.device, missing: int, parallel: bool | None = None) -> bool:
@@ -79,34 +82,49 @@ def _stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
-def train_in_workers(config: ExperimentConfig, groups: list[Group], steps: int, cache_dir) -> None:
-    """Train ``groups`` side by side, one worker process each, into ``cache_dir``.
+def train_in_workers(jobs: list[tuple[ExperimentConfig, Group]], steps: int, cache_dir,
+                     at_once: int | None = None) -> None:
+    """Train each ``(config, group)`` of ``jobs`` in a worker process of its own, into ``cache_dir``.
 
-    Returns when every worker has written its cache file; raises
-    ``RuntimeError`` with a worker's own error when one fails. If this process
-    is interrupted (Ctrl-C, or a Jupyter kernel's interrupt), the workers are
-    interrupted too and none is left running.
+    At most ``at_once`` workers run at a time (by default all of them: the
+    three groups of a reproduction share the cores fairly by themselves);
+    each next one starts when one ends. Returns when every worker has written
+    its cache file; raises ``RuntimeError`` with a worker's own error when one
+    fails. If this process is interrupted (Ctrl-C, or a Jupyter kernel's
+    interrupt), the workers are interrupted too and none is left running.
     """
-    threads = max(1, (os.cpu_count() or 1) // len(groups))
+    at_once = len(jobs) if at_once is None else max(1, at_once)
+    threads = max(1, (os.cpu_count() or 1) // min(at_once, len(jobs)))
     package_root = str(Path(__file__).resolve().parents[1])  # importable however this one was
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), REVFORMER_PROGRESS="0",
                PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
-    workers = []
+
+    def start(config, g):
+        log = tempfile.TemporaryFile(mode="w+")  # the worker's errors, read if it fails
+        command = [sys.executable, "-m", "revformer.worker", "--config", json.dumps(config.to_dict()),
+                   "--group", g.name, "--steps", str(steps), "--threads", str(threads),
+                   "--cache", str(cache_dir), "--key", cache_key(config, g, steps, "cpu")]
+        name = f"{g.name} (seed {config.train.seed})"
+        return name, log, subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log)
+
+    waiting, running, failures = list(jobs), [], []
     try:
-        for g in groups:
-            log = tempfile.TemporaryFile(mode="w+")  # the worker's errors, read if it fails
-            command = [sys.executable, "-m", "revformer.worker", "--config", json.dumps(config.to_dict()),
-                       "--group", g.name, "--steps", str(steps), "--threads", str(threads),
-                       "--cache", str(cache_dir)]
-            workers.append((g, log, subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                                                     stderr=log)))
-        failures = []
-        for g, log, process in workers:
-            if process.wait() != 0:
-                log.seek(0)
-                failures.append(f"{g.name}: exit {process.returncode}: {log.read()[-800:].strip()}")
+        while waiting or running:
+            while waiting and len(running) < at_once:
+                running.append(start(*waiting.pop(0)))
+            finished = [worker for worker in running if worker[2].poll() is not None]
+            if not finished:
+                time.sleep(0.1)  # the workers compute; this process only waits
+                continue
+            for worker in finished:
+                running.remove(worker)
+                name, log, process = worker
+                if process.returncode != 0:
+                    log.seek(0)
+                    failures.append(f"{name}: exit {process.returncode}: {log.read()[-800:].strip()}")
+                log.close()
     finally:
-        for _, log, process in workers:
+        for _, log, process in running:
             _stop(process)
             log.close()
     if failures:
@@ -122,14 +140,18 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cache", required=True)
+    parser.add_argument("--key", default=None, help="the caller's cache key: the worker's must be the same")
     args = parser.parse_args(argv)
     torch.set_num_threads(max(1, args.threads))
     config = ExperimentConfig.from_dict(json.loads(args.config))
     group, cpu = find_group(args.group), torch.device("cpu")
     splits = make_splits(config.data, config.task)
     schedule = batch_schedule(splits.train.size(0), config.train)[:args.steps]
-    run = train_group(config, group, splits, schedule, cpu, progress=False)
     key = cache_key(config, group, args.steps, cpu)
+    if args.key is not None and args.key != key:  # the package's files changed after the caller started
+        parser.exit(3, f"revformer.worker: the package's code differs from the caller's (another key for "
+                       f"{group.name}): run again\n")
+    run = train_group(config, group, splits, schedule, cpu, progress=False)
     save_run(cache_path(args.cache, group, key), key, run)
     return 0
 

@@ -5,7 +5,9 @@ The reader writes ``my_attention_weights(q, k)``: ``q`` and ``k`` are
 ``[B,H,T,T]``. ``check_attention_weights`` runs it on a few cases, compares
 it with the package's ``scaled_dot_product_attention`` and, when it differs,
 names the usual mistake: no scaling, scaling by ``Dh`` instead of its square
-root, the softmax over the queries, the transpose on the wrong tensor.
+root, the softmax over the queries, the transpose on the wrong tensor, and a
+written-out softmax that skips the row's maximum (the last case has scores in
+the hundreds, where ``exp`` overflows ``float32``).
 """
 from __future__ import annotations
 
@@ -18,9 +20,14 @@ from ..attention import scaled_dot_product_attention
 from . import Checker, Unfinished, run_cases
 
 _TITLE = "check_attention_weights"
-# (batch, heads, positions, head width): T, Dh and H all differ, so a result
-# of the wrong shape says which axis went wrong.
-_CASES = ((2, 3, 5, 16), (1, 4, 14, 4))
+# (batch, heads, positions, head width, spread of q and k): T, Dh and H all
+# differ, so a result of the wrong shape says which axis went wrong. A spread
+# of 2 makes the scores large enough that every usual mistake changes the
+# weights; the last case's spread of 12 gives scores in the hundreds, beyond
+# exp's range in float32 (about 88.7), so only a softmax that subtracts each
+# row's maximum (or torch.softmax) gets it right.
+_CASES = ((2, 3, 5, 16, 2.0), (1, 4, 14, 4, 2.0), (1, 2, 6, 8, 12.0))
+_EXP_LIMIT = 88.7  # math.log of float32's largest number
 
 
 def _wrap(text: str) -> str:
@@ -78,10 +85,10 @@ def _shape_diagnosis(got, q) -> str:
             "last two axes of k, k.transpose(-2, -1)")
 
 
-def _check_case(checker: Checker, fn, shape, seed) -> bool:
+def _check_case(checker: Checker, fn, case, seed) -> bool:
+    *shape, spread = case
     generator = torch.Generator().manual_seed(seed)
-    # A spread of 2 makes the scores large enough that every mistake changes the weights.
-    q, k = (2.0 * torch.randn(*shape, generator=generator) for _ in range(2))
+    q, k = (spread * torch.randn(*shape, generator=generator) for _ in range(2))
     q_in, k_in = q.clone(), k.clone()
     try:
         got = checker.call(fn, q_in, k_in)
@@ -111,6 +118,13 @@ def _check_case(checker: Checker, fn, shape, seed) -> bool:
         if torch.allclose(got, weights, atol=1e-5, rtol=1e-4):
             return _expect(checker, False, "", f"{where}: {meaning}")
     if not torch.isfinite(got).all():
+        largest = (q @ k.transpose(-2, -1) / math.sqrt(dh)).abs().max().item()
+        if largest > _EXP_LIMIT:
+            return _expect(checker, False, "", (
+                f"{where}: some weights are NaN. The scores of this case reach {largest:.0f}, and "
+                f"exp of a score above {_EXP_LIMIT} overflows float32 to inf (inf / inf = NaN): "
+                "subtract each row's maximum before exp, scores - scores.amax(dim=-1, keepdim=True), "
+                "as softmax_over_keys does, or call torch.softmax"))
         return _expect(checker, False, "", f"{where}: some weights are NaN or infinite")
     if not _sums_to_one(got, -1):
         sums = {0: "the batch", 1: "the heads", -2: "the queries"}

@@ -1,5 +1,4 @@
 """Chapter 6: the solution of its exercise."""
-import torch
 
 
 def my_split_heads(x, num_heads):

@@ -1,5 +1,4 @@
 """Chapter 7: the solution of its exercise."""
-import torch
 
 
 def my_parameter_count(vocab_size, max_positions, d_model, d_ff, num_layers):

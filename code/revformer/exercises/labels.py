@@ -1,0 +1,162 @@
+"""Chapter 2's exercise: full samples cut into shifted inputs and labels.
+
+The reader writes ``my_split_inputs_labels(full)``: full samples ``[B,15]``
+in, ``(inputs, labels)`` out, both ``[B,14]``: the inputs are the first 14
+tokens, the labels the last 14, and the labels of the prompt positions 0-6
+are -100. ``check_split_inputs_labels`` compares it with the package's
+``split_inputs_labels`` and names the usual mistake: labels not shifted,
+prompt labels not ignored, one position too many or too few ignored, a
+wrong fill value, inputs cut at the wrong end, the caller's tensor changed
+in place.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import torch
+
+from ..data import IGNORE_INDEX, PROMPT_LEN, encode, split_inputs_labels
+from . import Checker, Unfinished, run_cases
+
+_TITLE = "check_split_inputs_labels"
+_CASES = (3, 5, 1)  # batch sizes: a fixed size shows up as a wrong shape
+
+
+def _wrap(text: str) -> str:
+    """Fold a long diagnosis so that it reads without scrolling, under its marker."""
+    return textwrap.fill(text, width=76, subsequent_indent=" " * 8, break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def _expect(checker: Checker, condition, good: str, bad: str) -> bool:
+    return checker.expect(condition, _wrap(good), _wrap(bad))
+
+
+def _batch(size: int, seed: int) -> torch.Tensor:
+    """``[size,15]`` samples of random questions (distinct digits in each, so every shift shows)."""
+    generator = torch.Generator().manual_seed(100 + seed)
+    rows = [encode(torch.randperm(10, generator=generator)[:6].tolist()) for _ in range(size)]
+    return torch.tensor(rows)
+
+
+def _ignored(labels: torch.Tensor, count: int, fill=IGNORE_INDEX) -> torch.Tensor:
+    out = labels.clone()
+    out[:, :count] = fill
+    return out
+
+
+def _label_variants(full):
+    """(labels, what went wrong) for the usual mistakes of the labels alone."""
+    nxt = full[:, 1:]
+    same = full[:, :-1]
+    first = PROMPT_LEN - 1  # 7 ignored labels
+    return (
+        (_ignored(same, first),
+         "your labels are not shifted: position 7's label is <SEP>, its own input, but it should "
+         "be the first answer digit, the token at position 8. Take labels from full[:, 1:]"),
+        (same.clone(),
+         "your labels are the inputs: not shifted (position i must be labelled with the token at "
+         "i+1, full[:, 1:]) and the prompt labels are not set to -100"),
+        (nxt.clone(),
+         "the prompt labels are not ignored: positions 0-6 are labelled with the question digits "
+         "and <SEP>, which the loss would then grade. Set labels[:, :7] = -100"),
+        (_ignored(nxt, first + 1),
+         "one position too many is ignored: position 7 (<SEP>) predicts the first answer digit and "
+         "must keep its label. Ignore positions 0-6, labels[:, :7], that is PROMPT_LEN - 1 labels"),
+        (_ignored(nxt, first - 1),
+         "one position too few is ignored: position 6's label is <SEP>, a prompt token, and must "
+         "be -100 too. Ignore positions 0-6, labels[:, :7]"),
+        (_ignored(nxt, first + 2),
+         "two positions too many are ignored (0-8): PROMPT_LEN is 8 tokens, but the labels are "
+         "shifted by one, so only the first PROMPT_LEN - 1 = 7 labels belong to the prompt"),
+        (_ignored(nxt, first, 0),
+         "the ignored labels are 0, which is a real token, the digit 0: the loss would train "
+         "positions 0-6 to predict 0. Use -100, the ignore_index of F.cross_entropy"),
+        (full[:, 8:].clone(),
+         "the labels are only the seven answer tokens: keep one label per input position, [B,14], "
+         "with -100 at positions 0-6"),
+    )
+
+
+def _check_case(checker: Checker, fn, size, seed) -> bool:
+    full = _batch(size, seed)
+    given = full.clone()
+    got = checker.call(fn, given)
+    inputs, labels = split_inputs_labels(full)
+    where = f"full {list(full.shape)}"
+    if not torch.equal(given, full):
+        return _expect(checker, False, "", (
+            "your function changed the caller's `full`: the -100s were written into the "
+            "samples themselves. full[:, 1:] is a view of the same memory, not a copy; take "
+            "labels = full[:, 1:].clone() before writing -100 into it"))
+    if got is None:
+        return _expect(checker, False, "", "returned None: is the `return` missing?")
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return _expect(checker, False, "", (
+            f"returned {type(got).__name__}: return two tensors, inputs and labels, "
+            "as `return inputs, labels`"))
+    got_inputs, got_labels = got
+    if not all(isinstance(t, torch.Tensor) for t in got):
+        return _expect(checker, False, "", "return two tensors, inputs and labels")
+    if got_inputs.shape == labels.shape and got_labels.shape == inputs.shape and (
+            torch.equal(got_labels, inputs) and torch.equal(got_inputs, labels)):
+        return _expect(checker, False, "", "inputs and labels are swapped: return inputs, labels")
+    for name, tensor in (("inputs", got_inputs), ("labels", got_labels)):
+        if list(tensor.shape) != [size, 14]:
+            extra = ""
+            if list(tensor.shape) == [size, 15]:
+                extra = ": the 15 tokens were not cut; drop one token, the last for the inputs, the first for the labels"
+            elif tensor.dim() == 2 and tensor.size(0) != size:
+                extra = f": the batch has {size} samples; take every row, full[:, ...]"
+            elif list(tensor.shape) == [size, 7]:
+                extra = ": keep one entry per input position, 14, with -100 where ignored"
+            return _expect(checker, False, "", (
+                f"{where}: {name} has shape {list(tensor.shape)}, it must be [{size}, 14]{extra}"))
+    if got_inputs.dtype.is_floating_point or got_labels.dtype.is_floating_point:
+        return _expect(checker, False, "", (
+            "the tensors hold floats: token ids and labels are integers, which the embedding "
+            "and F.cross_entropy need (keep the dtype of full, or .long())"))
+    if not torch.equal(got_inputs, inputs):
+        if torch.equal(got_inputs, full[:, 1:]):
+            return _expect(checker, False, "", (
+                f"{where}: your inputs start at position 1: the inputs are the first 14 tokens, "
+                "full[:, :-1], so <BOS> at position 0 is read and <EOS> at position 14 is not"))
+        return _expect(checker, False, "", (
+            f"{where}: your inputs are not the first 14 tokens of each sample, full[:, :-1]"))
+    if torch.equal(got_labels, labels):
+        return _expect(checker, True, (
+            f"{where} -> inputs and labels [{size}, 14]; labels shifted by one, -100 at positions "
+            "0-6, the caller's tensor untouched"), "")
+    for variant, meaning in _label_variants(full):
+        if variant.shape == got_labels.shape and torch.equal(got_labels, variant):
+            return _expect(checker, False, "", f"{where}: {meaning}")
+    kept = got_labels[:, PROMPT_LEN - 1:]
+    if not torch.equal(kept, labels[:, PROMPT_LEN - 1:]):
+        return _expect(checker, False, "", (
+            f"{where}: the labels of positions 7-13 must be the tokens at 8-14, full[:, 8:] (the six "
+            "answer digits and <EOS>)"))
+    return _expect(checker, False, "", (
+        f"{where}: the labels of positions 0-6 must all be -100; yours are "
+        f"{got_labels[0, :PROMPT_LEN - 1].tolist()} in the first sample"))
+
+
+def check_split_inputs_labels(fn) -> bool:
+    """Check ``fn(full [B,15]) -> (inputs [B,14], labels [B,14])`` against the package.
+
+    Prints one line per batch and, for a wrong answer, what the symptom
+    means; never raises. Returns True when every case passes.
+    """
+    def check_case(checker, fn, size, seed):
+        try:
+            return _check_case(checker, fn, size, seed)
+        except Unfinished:
+            if "ERROR" in checker.lines[-1]:
+                checker.lines.append(_wrap(
+                    "  HINT  slice every row and the token axis: full[:, :-1] and full[:, 1:]; "
+                    "the batch size is full.size(0), not a fixed number"))
+            raise
+
+    return run_cases(_TITLE, _CASES, check_case, fn)
+
+
+__all__ = ["check_split_inputs_labels"]

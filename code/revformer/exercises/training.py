@@ -1,0 +1,380 @@
+"""Chapter 8's exercise: one training step, the six calls in their order.
+
+The reader writes ``my_train_step(model, optimizer, x, y)``: clear the
+gradients, ask the model for the logits of positions 7-13, the loss against
+``y[:, 7:]``, ``backward()``, clip the gradient norm at 1.0 with
+``error_if_nonfinite=True``, ``optimizer.step()``; it returns the batch loss.
+``check_train_step`` runs it on copies of one model, next to the package's
+``train_step`` on other copies, with the same batches and optimizers of the
+same settings, in three cases:
+
+1. Adam (``make_optimizer``), three steps: the losses and the weights after
+   every step must match.
+2. Plain SGD, two steps: with SGD the update is the clipped gradient times
+   the learning rate, so a missing or misplaced clip shows at once (Adam
+   divides each gradient by its own running size and hides a rescaling).
+3. A NaN in one weight: the step must raise instead of writing NaN into the
+   weights.
+
+A wrong step is named by the usual mistake it reproduces (no ``zero_grad``,
+``step()`` before ``backward()``, clipping after the step or not at all, a
+softmax before the loss, the prompt positions in the loss), found by running
+each mistake on its own copy and comparing.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import textwrap
+
+import torch
+import torch.nn.functional as F
+
+from ..data import BOS, EOS, SEP, split_inputs_labels
+from ..model import make_model
+from ..train import FIRST_TARGET, answer_loss, make_optimizer, train_step
+from . import Checker, Unfinished, run
+
+TITLE = "check_train_step"
+CLIP_NORM = 1.0
+_BATCH = 16
+_MODEL_SEED = 3
+# Adam turns tiny rounding differences of near-zero gradients into updates of
+# a few 1e-6 (all 14 rows of logits instead of 7 give 4e-6 here); every usual
+# mistake moves some weight by 7e-4 or more within three steps.
+_WEIGHT_TOL = dict(rtol=1e-4, atol=5e-5)
+
+
+def _wrap(text: str) -> str:
+    """Fold a long line so that it reads without scrolling, under its marker."""
+    return textwrap.fill(text, width=76, subsequent_indent=" " * 8, break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def _batches(steps: int, seed: int) -> list:
+    """``steps`` batches of ``_BATCH`` reversal samples: (inputs ``[B,14]``, labels ``[B,14]``)."""
+    generator = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(steps):
+        digits = torch.randint(10, (_BATCH, 6), generator=generator)
+        full = torch.cat([torch.full((_BATCH, 1), BOS), digits, torch.full((_BATCH, 1), SEP),
+                          digits.flip(1), torch.full((_BATCH, 1), EOS)], dim=1)  # [B,15]
+        out.append(split_inputs_labels(full))
+    return out
+
+
+# --- the usual mistakes, each a whole step (the reference is the package's train_step) ---
+
+def _clip(model):
+    return torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM, error_if_nonfinite=True)
+
+
+def _forward_loss(model, x, y):
+    logits, _ = model(x, logits_from=FIRST_TARGET)  # [B,7,13]
+    return answer_loss(logits, y[:, FIRST_TARGET:])
+
+
+def _no_zero_grad(model, optimizer, x, y):
+    loss = _forward_loss(model, x, y)
+    loss.backward()
+    _clip(model)
+    optimizer.step()
+    return loss.detach()
+
+
+def _step_before_backward(model, optimizer, x, y):
+    optimizer.zero_grad(set_to_none=True)
+    loss = _forward_loss(model, x, y)
+    optimizer.step()
+    loss.backward()
+    _clip(model)
+    return loss.detach()
+
+
+def _clip_after_step(model, optimizer, x, y):
+    optimizer.zero_grad(set_to_none=True)
+    loss = _forward_loss(model, x, y)
+    loss.backward()
+    optimizer.step()
+    _clip(model)
+    return loss.detach()
+
+
+def _no_clip(model, optimizer, x, y):
+    optimizer.zero_grad(set_to_none=True)
+    loss = _forward_loss(model, x, y)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def _softmax_first(model, optimizer, x, y):
+    optimizer.zero_grad(set_to_none=True)
+    logits, _ = model(x, logits_from=FIRST_TARGET)
+    loss = answer_loss(torch.softmax(logits, dim=-1), y[:, FIRST_TARGET:])
+    loss.backward()
+    _clip(model)
+    optimizer.step()
+    return loss.detach()
+
+
+def _with_loss(loss_of):
+    """A step that is right except for its loss, ``loss_of(model, x, y)``."""
+    def step(model, optimizer, x, y):
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_of(model, x, y)
+        loss.backward()
+        _clip(model)
+        optimizer.step()
+        return loss.detach()
+    return step
+
+
+def _over_14(model, x, y):
+    logits, _ = model(x)  # [B,14,13]
+    total = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1), reduction="sum")
+    return total / y.numel()  # B*14: the prompt positions counted in the mean
+
+
+def _prompt_labels(model, x, y):
+    logits, _ = model(x)  # [B,14,13]
+    labels = torch.cat([x[:, 1:], y[:, -1:]], dim=1)  # the next token everywhere, prompt too
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
+
+
+def _from_8(model, x, y):
+    logits, _ = model(x, logits_from=FIRST_TARGET + 1)  # [B,6,13]: positions 8-13
+    return answer_loss(logits, y[:, FIRST_TARGET + 1:])
+
+
+_STEP_BEFORE = ("no weight moved: step() ran before backward(), so Adam found no gradient to "
+                "use (zero_grad(set_to_none=True) had left every .grad empty). The order is "
+                "zero_grad, forward, loss, backward, clip, step")
+_UNCLIPPED = ("the update used the unclipped gradient: clip_grad_norm_ is missing, or it "
+              "ran before backward() had written the gradients. Clip after backward() and "
+              "before step()")
+_MISTAKES = (
+    (_no_zero_grad, "the gradients of one step were added to the next: zero_grad() is missing. "
+                    "PyTorch adds every backward() into .grad, so step 2 used the sum of the "
+                    "step-1 and step-2 gradients. Call optimizer.zero_grad(set_to_none=True) first"),
+    (_step_before_backward, _STEP_BEFORE),
+    (_clip_after_step, "clip_grad_norm_ ran after step(): the step had already used the "
+                       "unclipped gradient, and the clip only rescaled gradients nobody reads. "
+                       "Clip between backward() and step()"),
+    (_no_clip, _UNCLIPPED),
+    (_softmax_first, "the loss was computed on probabilities: a softmax ran before the "
+                     "cross-entropy, which applies its own log-softmax. Pass the logits "
+                     "straight to answer_loss (F.cross_entropy)"),
+    (_with_loss(_over_14), "the loss is the sum over the 7 targets divided by B x 14: the "
+                           "prompt positions were counted in the mean. The mean runs over the "
+                           "B x 7 supervised targets only (answer_loss does it)"),
+    (_with_loss(_prompt_labels), "the loss counts the prompt positions 0-6 too, with the next "
+                                 "prompt token as their label: those labels are -100 in y so "
+                                 "that the loss ignores them. Use y as it is"),
+    (_with_loss(_from_8), "the loss leaves out position 7, the <SEP> position that predicts the "
+                          "first answer digit: the supervised targets are positions 7-13, "
+                          "logits_from=FIRST_TARGET (7) with y[:, 7:]"),
+)
+
+
+def _params(model):
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def _grads(model):
+    return [None if p.grad is None else p.grad.detach().clone() for p in model.parameters()]
+
+
+def _close(a, b, tol) -> bool:
+    return all(torch.allclose(u, v, **tol) for u, v in zip(a, b))
+
+
+def _same_grads(a, b) -> bool:
+    return all((u is None) == (v is None) and (u is None or torch.allclose(u, v, **_WEIGHT_TOL))
+               for u, v in zip(a, b))
+
+
+def _trajectory(step, model, make_opt, batches):
+    """Run ``step`` on a copy of ``model``: per step (loss, weights), and the final gradients."""
+    model = copy.deepcopy(model)
+    optimizer = make_opt(model)
+    record = []
+    for x, y in batches:
+        loss = step(model, optimizer, x, y)
+        record.append((float(loss), _params(model)))
+    return record, _grads(model)
+
+
+def _matches(reader, other) -> bool:
+    (mine, _), (theirs, _) = reader, other
+    return all(math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-7) and _close(p, q, _WEIGHT_TOL)
+               for (a, p), (b, q) in zip(mine, theirs))
+
+
+def _reference_step(model, optimizer, x, y):
+    return train_step(model, optimizer, x, y, CLIP_NORM)
+
+
+def _as_number(checker: Checker, got, where: str):
+    """The reader's returned loss as a float, or None after recording what is wrong."""
+    if got is None:
+        checker.expect(False, "", _wrap(f"{where}: your step returned None: return the batch loss "
+                                        "(loss.detach() or loss.item())"))
+        return None
+    if isinstance(got, torch.Tensor) and got.numel() == 1:
+        return float(got.detach())
+    if isinstance(got, (int, float)) and not isinstance(got, bool):
+        return float(got)
+    checker.expect(False, "", _wrap(f"{where}: your step returned {type(got).__name__}"
+                                    f"{list(got.shape) if isinstance(got, torch.Tensor) else ''}, "
+                                    "not one number: return the batch loss"))
+    return None
+
+
+def _run_reader(checker: Checker, fn, model, make_opt, batches, where: str):
+    """The reader's trajectory, as ``_trajectory``; None once something is recorded as wrong."""
+    model = copy.deepcopy(model)
+    optimizer = make_opt(model)
+    rows = []
+
+    def note_rows(module, args, output):
+        rows.append(output.size(1))  # the rows of logits the head computed: 7, or all 14
+
+    hook = model.lm_head.register_forward_hook(note_rows)
+    record = []
+    try:
+        for x, y in batches:
+            try:
+                got = checker.call(fn, model, optimizer, x.clone(), y.clone())
+            except Unfinished:
+                line = checker.lines[-1]
+                if "batch_size" in line or "shape" in line:
+                    checker.lines.append(_wrap(
+                        "  HINT  model(x, logits_from=FIRST_TARGET) gives the logits of the 7 positions "
+                        "7-13, [B,7,13]; their labels are y[:, FIRST_TARGET:], [B,7]. The full "
+                        "model(x) gives [B,14,13], to pair with all of y"))
+                raise
+            loss = _as_number(checker, got, where)
+            if loss is None:
+                return None, rows
+            record.append((loss, _params(model)))
+    finally:
+        hook.remove()
+    return (record, _grads(model)), rows
+
+
+def _diagnose(checker: Checker, fn_record, model, make_opt, batches, where: str, reference) -> None:
+    """Name the usual mistake the reader's step reproduces, or describe the symptom."""
+    for mistake, meaning in _MISTAKES:
+        other = _trajectory(mistake, model, make_opt, batches)
+        if _matches(fn_record, other):
+            if mistake is _no_clip and _same_grads(fn_record[1], reference[1]):
+                continue  # the weights of a missing clip, the gradients of a late one
+            if mistake is _clip_after_step and not _same_grads(fn_record[1], other[1]):
+                continue
+            checker.expect(False, "", _wrap(f"{where}: {meaning}"))
+            return
+    (mine, _), (theirs, _) = fn_record, reference
+    start = _params(model)
+    for number, ((a, p), (b, q)) in enumerate(zip(mine, theirs), start=1):
+        if not math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-7):
+            checker.expect(False, "", _wrap(
+                f"{where}, step {number}: your loss is {a:.6f}, train_step's {b:.6f}. The loss is "
+                "answer_loss(logits, y[:, 7:]) with logits = model(x, logits_from=7)[0]: the "
+                "mean cross-entropy of the logits over positions 7-13"))
+            return
+        if _close(p, start, dict(rtol=0.0, atol=0.0)):
+            checker.expect(False, "", _wrap(f"{where}, step {number}: the loss is right but no weight "
+                                            "moved: is optimizer.step() missing, or does it run "
+                                            "before backward()?"))
+            return
+        if not _close(p, q, _WEIGHT_TOL):
+            gap = max((u - v).abs().max().item() for u, v in zip(p, q))
+            checker.expect(False, "", _wrap(
+                f"{where}, step {number}: the loss is right but the weights differ from train_step's "
+                f"by up to {gap:.2g}: check the order zero_grad, forward, loss, backward, clip at "
+                f"{CLIP_NORM}, step, and that each is called once"))
+            return
+        start = p
+    checker.expect(False, "", _wrap(f"{where}: the steps differ from train_step's"))
+
+
+def _check_optimizer_case(checker: Checker, fn, model, make_opt, batches, where, good,
+                          note_rows: bool = False) -> bool:
+    reference = _trajectory(_reference_step, model, make_opt, batches)
+    got, rows = _run_reader(checker, fn, model, make_opt, batches, where)
+    if got is None:
+        return False
+    if _matches(got, reference):
+        note = ""
+        if note_rows and rows and max(rows) > 14 - FIRST_TARGET:
+            note = (" (you asked for all 14 rows of logits; model(x, logits_from=FIRST_TARGET) "
+                    "computes only the 7 the loss reads, with the same numbers up to rounding)")
+        return checker.expect(True, _wrap(good + note), "")
+    _diagnose(checker, got, model, make_opt, batches, where, reference)
+    return False
+
+
+def _check_nan(checker: Checker, fn, model, make_opt, batches) -> bool:
+    model = copy.deepcopy(model)
+    with torch.no_grad():
+        model.lm_head.weight[0, 0] = float("nan")
+    optimizer = make_opt(model)
+    x, y = batches[0]
+    where = "a NaN in one weight"
+    try:
+        fn(model, optimizer, x.clone(), y.clone())
+    except NotImplementedError:
+        return checker.call(fn, model, optimizer, x, y)  # records the TODO line
+    except RuntimeError as error:
+        if "non-finite" in str(error):
+            return checker.expect(True, _wrap(f"{where}: your step raises ({str(error)[:40]}...) "
+                                              "instead of writing NaN into every weight"), "")
+        checker.expect(False, "", _wrap(f"{where}: RuntimeError {str(error)[:120]}"))
+        return False
+    except Exception as error:  # the reader's bug, reported rather than raised
+        checker.expect(False, "", _wrap(f"{where}: {type(error).__name__}: {str(error)[:120]}"))
+        return False
+    spread = sum(int(torch.isnan(p).sum()) for p in model.parameters())
+    return checker.expect(False, "", _wrap(
+        f"{where}: your step did not stop, and {spread:,} weights are now NaN: pass "
+        "error_if_nonfinite=True to clip_grad_norm_, so that a NaN or inf gradient raises at once"))
+
+
+def check_train_step(fn) -> bool:
+    """Check ``fn(model, optimizer, x, y) -> loss``, one training step, against ``train_step``.
+
+    Prints one line per case and, for a wrong step, the usual mistake it
+    reproduces; never raises. Returns True when every case passes.
+    """
+    model = make_model(seed=_MODEL_SEED)
+    batches = _batches(3, seed=0)
+
+    def adam(m):
+        return make_optimizer(m, 3e-3)
+
+    def sgd(m):
+        return torch.optim.SGD(m.parameters(), lr=0.05)
+
+    def body(checker: Checker):
+        if not _check_optimizer_case(
+                checker, fn, model, adam, batches, "Adam, 3 steps",
+                f"Adam, 3 steps of {_BATCH} samples: the losses and the weights after each step "
+                "are train_step's", note_rows=True):
+            return
+        if not _check_optimizer_case(
+                checker, fn, model, sgd, batches[:2], "plain SGD, 2 steps",
+                "plain SGD, 2 steps: each update is the gradient clipped to norm 1, as in "
+                "train_step"):
+            return
+        _check_nan(checker, fn, model, adam, batches)
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a model this small runs fastest on one thread
+    try:
+        return run(TITLE, body)
+    finally:
+        torch.set_num_threads(threads)
+
+
+__all__ = ["check_train_step", "CLIP_NORM"]

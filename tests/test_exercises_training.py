@@ -1,0 +1,193 @@
+"""Chapter 8's checker: right steps pass, each usual mistake gets its own diagnosis."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from revformer.exercises import training
+from revformer.exercises.solutions import ch08
+from revformer.exercises.training import check_train_step
+from revformer.train import FIRST_TARGET, answer_loss, train_step
+
+
+def clip(model, **kwargs):
+    kwargs.setdefault("error_if_nonfinite", True)
+    return torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, **kwargs)
+
+
+def package(model, optimizer, x, y):
+    return train_step(model, optimizer, x, y, 1.0)
+
+
+def all_rows(model, optimizer, x, y):
+    optimizer.zero_grad()
+    logits, _ = model(x)  # [B,14,13]: the -100 labels of positions 0-6 are ignored
+    loss = answer_loss(logits, y)
+    loss.backward()
+    clip(model)
+    optimizer.step()
+    return loss.item()
+
+
+def zero_grad_last(model, optimizer, x, y):
+    logits, _ = model(x, logits_from=FIRST_TARGET)
+    loss = F.cross_entropy(logits.reshape(-1, 13), y[:, FIRST_TARGET:].reshape(-1))
+    loss.backward()
+    clip(model)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss
+
+
+def log_softmax_first(model, optimizer, x, y):  # log_softmax twice is log_softmax: right
+    optimizer.zero_grad()
+    logits, _ = model(x, logits_from=FIRST_TARGET)
+    loss = answer_loss(torch.log_softmax(logits, dim=-1), y[:, FIRST_TARGET:])
+    loss.backward()
+    clip(model)
+    optimizer.step()
+    return loss.detach()
+
+
+@pytest.mark.parametrize("fn", [ch08.my_train_step, package, all_rows, zero_grad_last, log_softmax_first])
+def test_right_steps_pass(fn, capsys):
+    assert check_train_step(fn) is True
+    out = capsys.readouterr().out
+    assert "all checks passed" in out and "WRONG" not in out and "raises" in out
+
+
+def test_all_rows_of_logits_get_a_note(capsys):
+    check_train_step(all_rows)
+    assert "all 14 rows of logits" in capsys.readouterr().out
+    check_train_step(package)
+    assert "all 14 rows" not in capsys.readouterr().out
+
+
+def _step(order, loss_of=None, **clip_kwargs):
+    """A step that runs the named calls in ``order``."""
+    def fn(model, optimizer, x, y):
+        loss = None
+        for call in order:
+            if call == "zero":
+                optimizer.zero_grad(set_to_none=True)
+            elif call == "loss":
+                if loss_of is None:
+                    logits, _ = model(x, logits_from=FIRST_TARGET)
+                    loss = answer_loss(logits, y[:, FIRST_TARGET:])
+                else:
+                    loss = loss_of(model, x, y)
+            elif call == "backward":
+                loss.backward()
+            elif call == "clip":
+                clip(model, **clip_kwargs)
+            elif call == "step":
+                optimizer.step()
+        return loss.detach()
+    return fn
+
+
+RIGHT = ("zero", "loss", "backward", "clip", "step")
+
+
+def softmax_loss(model, x, y):
+    logits, _ = model(x, logits_from=FIRST_TARGET)
+    return answer_loss(torch.softmax(logits, -1), y[:, FIRST_TARGET:])
+
+
+def mean_over_14(model, x, y):
+    logits, _ = model(x)
+    return F.cross_entropy(logits.reshape(-1, 13), y.reshape(-1), reduction="sum") / y.numel()
+
+
+def labels_from_inputs(model, x, y):
+    logits, _ = model(x)
+    labels = torch.cat([x[:, 1:], y[:, -1:]], dim=1)
+    return F.cross_entropy(logits.reshape(-1, 13), labels.reshape(-1))
+
+
+def from_position_8(model, x, y):
+    logits, _ = model(x, logits_from=8)
+    return answer_loss(logits, y[:, 8:])
+
+
+def scaled_loss(model, x, y):
+    logits, _ = model(x, logits_from=FIRST_TARGET)
+    return 2 * answer_loss(logits, y[:, FIRST_TARGET:])
+
+
+MISTAKES = [
+    (_step(("loss", "backward", "clip", "step")), "zero_grad() is missing"),
+    (_step(("zero", "loss", "step", "backward", "clip")), "step() ran before backward()"),
+    (_step(("zero", "loss", "backward", "step", "clip")), "clip_grad_norm_ ran after step()"),
+    (_step(("zero", "loss", "backward", "step")), "the update used the unclipped gradient"),
+    (_step(("zero", "loss", "clip", "backward", "step")), "the update used the unclipped gradient"),
+    (_step(("zero", "loss", "backward", "clip")), "no weight moved"),
+    (_step(("zero", "loss", "backward", "zero", "clip", "step")), "no weight moved"),
+    (_step(RIGHT, softmax_loss), "a softmax ran before the cross-entropy"),
+    (_step(RIGHT, mean_over_14), "divided by B x 14"),
+    (_step(RIGHT, labels_from_inputs), "the loss counts the prompt positions 0-6 too"),
+    (_step(RIGHT, from_position_8), "the loss leaves out position 7"),
+    (_step(RIGHT, scaled_loss), "your loss is"),
+    (_step(RIGHT, error_if_nonfinite=False), "pass error_if_nonfinite=True"),
+]
+
+
+@pytest.mark.parametrize("fn, message", MISTAKES)
+def test_each_mistake_has_its_diagnosis(fn, message, wrong_report):
+    assert check_train_step(fn) is False
+    out = wrong_report()
+    assert message in out, out
+
+
+def test_the_clipping_case_clips():
+    # the SGD case can only see a missing clip if the gradient's norm is over the limit
+    model = training.make_model(seed=training._MODEL_SEED)
+    x, y = training._batches(1, seed=0)[0]
+    logits, _ = model(x, logits_from=FIRST_TARGET)
+    answer_loss(logits, y[:, FIRST_TARGET:]).backward()
+    assert clip(model).item() > 1.5
+
+
+def test_mismatched_labels_get_a_hint(capsys):
+    def unsliced(model, optimizer, x, y):
+        optimizer.zero_grad()
+        logits, _ = model(x, logits_from=FIRST_TARGET)
+        loss = answer_loss(logits, y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    assert check_train_step(unsliced) is False
+    out = capsys.readouterr().out
+    assert "ERROR" in out and "y[:, FIRST_TARGET:]" in out
+
+
+def test_returns(capsys):
+    def no_return(model, optimizer, x, y):
+        package(model, optimizer, x, y)
+
+    assert check_train_step(no_return) is False
+    assert "returned None" in capsys.readouterr().out
+
+    def logits_back(model, optimizer, x, y):
+        package(model, optimizer, x, y)
+        return model(x)[0]
+
+    assert check_train_step(logits_back) is False
+    assert "not one number" in capsys.readouterr().out
+
+
+def test_the_reader_model_is_not_the_checker_model(capsys):
+    # the checker hands out copies: a step that breaks its model cannot break the next case
+    before = [p.clone() for p in training.make_model(seed=training._MODEL_SEED).parameters()]
+    check_train_step(package)
+    after = list(training.make_model(seed=training._MODEL_SEED).parameters())
+    assert all(torch.equal(a, b) for a, b in zip(before, after))
+
+
+def test_unfinished_reports_todo_without_raising(capsys):
+    def my_train_step(model, optimizer, x, y):
+        raise NotImplementedError("your code here")
+
+    assert check_train_step(my_train_step) is False
+    out = capsys.readouterr().out
+    assert "TODO" in out and "NotImplementedError" in out and "WRONG" not in out
