@@ -43,10 +43,10 @@ chromium:
 		echo "Install it with: sudo apt-get install -y chromium chromium-driver   (or run make unit: no browser)"; \
 		exit 2; }
 
-# The speed benchmark (issue figures): reproduction against PyTorch's own
-# layers, training steps, the book's build times, the floor, peak memory.
+# The speed benchmark (issue figures): reproduction against PyTorch's own layers, training
+# steps, the floor, peak memory, the seed sweep, the model in the browser, the book's build times.
 bench: $(VENV)/.test
-	$(PY) -m revformer bench --book --out _build/bench.json
+	$(PY) -m revformer bench --sweep --browser --book --out _build/bench.json
 
 # The repository and the site are named once, in _config.yml; these derive the rest.
 setup-cells:

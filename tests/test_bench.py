@@ -23,11 +23,15 @@ def test_reference_model_is_the_same_size_and_honours_the_mask(heads, causal):
 def test_work_flops_and_targets():
     flops = bench.work_flops()
     assert flops["train"] == 6 * 69_709 * 600 * 64 * 14 * 3
-    assert flops["total"] == flops["train"] + flops["evaluate"] + flops["generate"]
-    record = {"reproduction": {"ratio": 0.4, "ours_peak_gb": 2.0}}
+    assert flops["total"] == flops["train"] + flops["evaluate"] + flops["generate"] + flops["curve"]
+    assert flops["curve"] > 0  # the learning curve is part of the work
+    record = {"reproduction": {"ratio": 0.4, "ours_peak_gb": 2.0}, "sweep": {"ratio": 4.5},
+              "browser": {"forward_ms": 2.0, "first_draw_ms": 50.0, "export_bytes": 1_600_000}}
     rows = {name: met for name, _, _, met in bench.targets_table(record)}
     assert rows == {"reproduction, ours / PyTorch-layers reference": True,
-                    "peak memory of the reproduction (GB)": False}
+                    "peak memory of the reproduction (GB)": False, "sweep of 5 seeds / reproduction": False,
+                    "browser: one forward pass (ms)": True, "browser: playground's first drawing (ms)": True,
+                    "browser: what the model adds to the site (MB)": False}
 
 
 def test_process_tree_memory_and_timing():

@@ -240,7 +240,10 @@ def test_the_readmes_recipe_without_make_builds_the_book(tmp_path):
     The environment is this one (creating and filling a new one needs the
     network, and its editable install would point the project's own away), so
     the venv, activation and pip lines are checked for their text, and the
-    test suite's own line is not run again from inside it.
+    test suite's own line is not run again from inside it. The copy starts
+    with this build's caches (trained models, executed chapters), as a second
+    build would: ``make book`` has just executed every chapter, so here the
+    recipe's paths, commands and environment are what is under test.
     """
     lines = _readme_recipe()
     assert lines[:3] == ["python3 -m venv .venv", ". .venv/bin/activate", "pip install -r requirements.txt"]
@@ -252,6 +255,12 @@ def test_the_readmes_recipe_without_make_builds_the_book(tmp_path):
         if (ROOT / name).is_file():  # the working tree as it is, committed or not
             (copy / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, copy / name)
+    for cached in (".jupyter_cache", ".package-hash"):
+        if (ROOT / "_build" / cached).is_dir():
+            shutil.copytree(ROOT / "_build" / cached, copy / "_build" / cached)
+        elif (ROOT / "_build" / cached).exists():
+            (copy / "_build").mkdir(exist_ok=True)
+            shutil.copy2(ROOT / "_build" / cached, copy / "_build" / cached)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     for line in lines[3:-1]:
         done = subprocess.run(line, shell=True, cwd=copy, env=env, capture_output=True, text=True, timeout=1800)

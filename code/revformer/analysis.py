@@ -18,6 +18,23 @@ from .data import PROMPT_LEN, SEQ_LEN
 ANSWER_QUERIES = tuple(range(PROMPT_LEN - 1, PROMPT_LEN - 1 + SEQ_LEN))  # 7..12
 
 
+@contextmanager
+def evaluating(model, hooks=()):
+    """The model in eval mode inside the block; afterwards its own mode again, and ``hooks`` removed.
+
+    ``hooks``: the handles that ``register_forward_hook`` and its siblings
+    return, so that a probe never leaves a hook on the model.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+        for hook in hooks:
+            hook.remove()
+
+
 def reversal_key(query: int) -> int:
     """The prompt position answer query ``query`` must read: 13 - query."""
     if query not in ANSWER_QUERIES:
@@ -30,13 +47,8 @@ def attention_maps(model, inputs: torch.Tensor, causal: bool | None = None) -> n
     """Teacher-forced ``inputs`` ``[14]`` (one sample) -> weights ``[L,H,14,14]``."""
     if not isinstance(inputs, torch.Tensor) or inputs.dim() != 1:
         raise ValueError(f"inputs must be one sample, a 1-D tensor [T], got {getattr(inputs, 'shape', inputs)!r}")
-    was_training = model.training
-    model.eval()
-    try:
-        device = next(model.parameters()).device
-        _, weights = model(inputs.unsqueeze(0).to(device), causal=causal)
-    finally:
-        model.train(was_training)
+    with evaluating(model):
+        _, weights = model(inputs.unsqueeze(0).to(next(model.parameters()).device), causal=causal)
     return torch.stack([w[0] for w in weights]).cpu().numpy()  # [L,H,T,T]
 
 
@@ -82,16 +94,10 @@ def prefix_logit_change(model, inputs: torch.Tensor, causal: bool | None = None,
     alone, at another length, agrees only to about 1e-6 in float32: other
     shapes round in another order.) Without the mask it is far from 0.
     """
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         device = next(model.parameters()).device
-        original = inputs.to(device)
-        changed = change_future_answers(inputs, seed).to(device)
-        a, _ = model(original, causal=causal)
-        b, _ = model(changed, causal=causal)
-    finally:
-        model.train(was_training)
+        a, _ = model(inputs.to(device), causal=causal)
+        b, _ = model(change_future_answers(inputs, seed).to(device), causal=causal)
     return float((a[:, :PROMPT_LEN] - b[:, :PROMPT_LEN]).abs().max())
 
 
@@ -106,14 +112,8 @@ def head_outputs(model, ids: torch.Tensor) -> list[torch.Tensor]:
     captured = []
     hooks = [block.attention.out_proj.register_forward_pre_hook(lambda module, args: captured.append(args[0]))
              for block in model.blocks]
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model, hooks):
         model(ids.to(next(model.parameters()).device))
-    finally:
-        model.train(was_training)
-        for hook in hooks:
-            hook.remove()
     return [block.attention.split_heads(merged) for block, merged in zip(model.blocks, captured)]
 
 

@@ -45,6 +45,10 @@ TARGETS = {
     "rebuild_seconds": 30.0,
     "chapter10_cold_seconds": 20.0,
     "reproduction_peak_gb": 1.5,
+    "sweep_ratio": 4.4,  # 12 new trainings against the reproduction's 3, with 10% to spare
+    "browser_forward_ms": 5.0,
+    "browser_first_draw_ms": 300.0,
+    "browser_export_mb": 1.5,
 }
 
 
@@ -295,6 +299,21 @@ def step_times(steps: int = 100, rounds: int = 2) -> dict:
     return result
 
 
+def sweep_times(work: Path) -> dict:
+    """``revformer sweep`` of five seeds after a cold reproduction, in a cache of their own.
+
+    The reproduction trains the build's seed (3 trainings); the sweep then
+    trains the other four seeds' 12 and loads the first from the same cache.
+    """
+    cache, out = work / "sweep-cache", work / "sweep-out"
+    env = dict(os.environ, REVFORMER_CACHE=str(cache), REVFORMER_PROGRESS="0")
+    env.pop("REVFORMER_SEED", None)
+    reproduction = _timed([sys.executable, "-m", "revformer", "reproduce", "--out", str(out), "--quiet"], env)
+    sweep = _timed([sys.executable, "-m", "revformer", "sweep", "--out", str(out), "--quiet"], env)
+    return {"reproduction_seconds": reproduction["seconds"], "sweep_seconds": sweep["seconds"],
+            "ratio": sweep["seconds"] / reproduction["seconds"]}
+
+
 def book_times(root: Path) -> dict:
     """A clean ``make book``, an unchanged rebuild, and chapter 10 cold with a warm cache."""
     if not ((root / "_config.yml").exists() and (root / "Makefile").exists()):
@@ -329,7 +348,8 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def run_benchmark(rounds: int = 3, book: bool = False, root: Path | None = None) -> dict:
+def run_benchmark(rounds: int = 3, book: bool = False, root: Path | None = None, sweep: bool = False,
+                  browser: bool = False) -> dict:
     """Everything above; returns the JSON-able record."""
     record = {"date": time.strftime("%Y-%m-%d"), "machine": {
         "platform": platform.platform(), "processor": _cpu_name(),
@@ -362,6 +382,13 @@ def run_benchmark(rounds: int = 3, book: bool = False, root: Path | None = None)
                        "floor_seconds": flops["total"] / rate,
                        "ours_over_floor": ours_s / (flops["total"] / rate),
                        "reference_over_floor": ref_s / (flops["total"] / rate)}
+    if sweep:
+        with tempfile.TemporaryDirectory() as tmp:
+            record["sweep"] = sweep_times(Path(tmp))
+    if browser:
+        from .web import browser_timings
+
+        record["browser"] = browser_timings()
     if book:
         record["book"] = book_times(root or Path.cwd())
     return record
@@ -372,6 +399,14 @@ def targets_table(record: dict) -> list[tuple[str, float, float, bool]]:
              TARGETS["reproduction_ratio"]),
             ("peak memory of the reproduction (GB)", record["reproduction"]["ours_peak_gb"],
              TARGETS["reproduction_peak_gb"])]
+    if "sweep" in record:
+        rows.append(("sweep of 5 seeds / reproduction", record["sweep"]["ratio"], TARGETS["sweep_ratio"]))
+    if "browser" in record:
+        rows += [("browser: one forward pass (ms)", record["browser"]["forward_ms"], TARGETS["browser_forward_ms"]),
+                 ("browser: playground's first drawing (ms)", record["browser"]["first_draw_ms"],
+                  TARGETS["browser_first_draw_ms"]),
+                 ("browser: what the model adds to the site (MB)", record["browser"]["export_bytes"] / 1e6,
+                  TARGETS["browser_export_mb"])]
     if "book" in record:
         rows += [("clean make book (s)", record["book"]["clean_book_seconds"], TARGETS["clean_book_seconds"]),
                  ("unchanged rebuild (s)", record["book"]["rebuild_seconds"], TARGETS["rebuild_seconds"]),
@@ -403,11 +438,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="revformer bench", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--book", action="store_true", help="also time make book, a rebuild and chapter 10")
+    parser.add_argument("--sweep", action="store_true", help="also time the sweep of five seeds against a reproduction")
+    parser.add_argument("--browser", action="store_true",
+                        help="also time the model in headless Chromium (a forward pass, the playground's first drawing)")
     parser.add_argument("--out", default="bench.json", help="where to write the JSON record")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    record = run_benchmark(args.rounds, args.book)
+    record = run_benchmark(args.rounds, args.book, sweep=args.sweep, browser=args.browser)
     write_json(args.out, record)
     print(format_report(record))
     print(f"\nwrote {args.out}")

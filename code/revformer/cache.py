@@ -58,6 +58,7 @@ class Run:
     train_seconds: float  # wall-clock time of train_model in the process that trained it
     steps: int
     curve: list = field(default_factory=list)  # (step, val_loss, val_sequence_accuracy)
+    threads: int = 1  # PyTorch's thread count while it trained: float sums regroup with it
     from_cache: bool = field(default=False, compare=False)
 
 
@@ -70,6 +71,7 @@ def save_run(path: Path, key: str, run: Run) -> None:
         "history": [list(row) for row in run.history],
         "batch_losses": list(run.batch_losses),
         "curve": [list(point) for point in run.curve],
+        "threads": run.threads,
         "state_dict": {k: v.detach().cpu() for k, v in run.model.state_dict().items()},
     }
     with atomic_path(path) as tmp:
@@ -93,7 +95,7 @@ def load_run(path: Path, key: str, config: ExperimentConfig, group: Group, devic
                 or [point[0] for point in curve] != config.train.curve_steps(steps)):
             raise ValueError("its record is incomplete")
         return Run(group, model.to(device).eval(), history, list(payload["batch_losses"]),
-                   float(payload["train_seconds"]), steps, curve, from_cache=True)
+                   float(payload["train_seconds"]), steps, curve, int(payload["threads"]), from_cache=True)
     except Exception as error:  # any unreadable or inconsistent file is retrained
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         print(f"revformer: cache file {path.name} is damaged or foreign ({reason[:120]}); retraining",

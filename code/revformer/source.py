@@ -23,6 +23,7 @@ class SourceListing:
     path: str
     first_line: int
     text: str
+    language: str = "python"  # the name of a pygments lexer
 
     @property
     def last_line(self) -> int:
@@ -32,11 +33,12 @@ class SourceListing:
         try:
             from pygments import highlight
             from pygments.formatters import HtmlFormatter
-            from pygments.lexers import PythonLexer
+            from pygments.lexers import get_lexer_by_name
         except ImportError:  # a bare Python without pygments: plain, still readable
             return f"<pre>{html.escape(self.text)}</pre>"
         formatter = HtmlFormatter(noclasses=True, nowrap=True, style="default")
-        return f'<pre style="margin:0;line-height:1.35">{highlight(self.text, PythonLexer(), formatter)}</pre>'
+        code = highlight(self.text, get_lexer_by_name(self.language), formatter)
+        return f'<pre style="margin:0;line-height:1.35">{code}</pre>'
 
     def _repr_html_(self) -> str:
         head = (f"{html.escape(self.name)} &mdash; <code>{html.escape(self.path)}</code>, "

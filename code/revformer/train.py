@@ -100,6 +100,7 @@ def make_optimizer(model, learning_rate: float) -> torch.optim.Adam:
     return torch.optim.Adam(model.parameters(), lr=learning_rate, fused=device.type in ("cpu", "cuda"))
 
 
+@torch.enable_grad()  # training needs gradients, even when the caller has turned them off
 def train_step(model, optimizer, x, y, clip_norm: float, first_target: int = FIRST_TARGET) -> torch.Tensor:
     """One update: clear gradients, forward, loss, backward, clip, Adam step; the batch loss.
 

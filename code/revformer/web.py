@@ -148,21 +148,7 @@ def export_size(out_dir) -> int:
 
 # ---- the listing ------------------------------------------------------------
 
-class ScriptListing(SourceListing):
-    """A listing of ``model.js``, highlighted as JavaScript."""
-
-    def _highlighted(self) -> str:
-        try:
-            from pygments import highlight
-            from pygments.formatters import HtmlFormatter
-            from pygments.lexers import JavascriptLexer
-        except ImportError:  # a bare Python without pygments: plain, still readable
-            return f"<pre>{html.escape(self.text)}</pre>"
-        formatter = HtmlFormatter(noclasses=True, nowrap=True, style="default")
-        return f'<pre style="margin:0;line-height:1.35">{highlight(self.text, JavascriptLexer(), formatter)}</pre>'
-
-
-def show_model_js(first: str | None = None, last: str | None = None, function: str | None = None) -> ScriptListing:
+def show_model_js(first: str | None = None, last: str | None = None, function: str | None = None) -> SourceListing:
     """``revformer/web/model.js``, whole or in part, shown like ``revformer.source.show_source``.
 
     ``function="attention"``: that function with the comment lines just above
@@ -194,7 +180,8 @@ def show_model_js(first: str | None = None, last: str | None = None, function: s
             raise ValueError(f"no line of model.js from {first!r} on contains {last!r}")
         end = stop + 1
     name = "model.js" if function is None else f"{function} (model.js)"
-    return ScriptListing(name, "revformer/web/model.js", begin + 1, textwrap.dedent("".join(lines[begin:end])))
+    return SourceListing(name, "revformer/web/model.js", begin + 1, textwrap.dedent("".join(lines[begin:end])),
+                         language="javascript")
 
 
 @dataclass(frozen=True)
@@ -420,6 +407,8 @@ _STYLE = """<style>
 .rf-playground .rfp-verdict{min-height:1.4em;margin-bottom:.3em}
 .rf-playground .rfp-knockout{display:flex;flex-wrap:wrap;gap:.5em}
 .rf-playground fieldset{border:1px solid #c8c8c8;border-radius:4px;padding:.2em .6em;margin:0}
+.rf-playground legend{font-size:1em;font-weight:600;float:none;width:auto;padding:0 .3em;margin:0;line-height:1.35}
+.rf-playground fieldset label{margin-right:.6em}
 .rf-playground .rfp-ko-head.rfp-absent{visibility:hidden}
 .rf-playground table.rfp-loss td{min-width:4.5em}.rf-playground table.rfp-loss td.rfp-pos{text-align:left;min-width:7em}
 .rf-playground td.rfp-loss-bar{width:130px;text-align:left}.rf-playground td.rfp-loss-bar div{height:10px;background:#3b528b}
@@ -512,5 +501,5 @@ def main(out_dir, cache_dir=None) -> dict[str, Path]:
 
 
 __all__ = ["CONTROLS", "MAX_EXPORT_BYTES", "Playground", "SITE_URL", "WEB_URL", "browser_timings",
-           "Beside", "ScriptListing", "beside", "chapter_explorer", "export_size", "export_weights", "playground", "show_model_js", "weights_record",
+           "Beside", "beside", "chapter_explorer", "export_size", "export_weights", "playground", "show_model_js", "weights_record",
            "weights_script"]

@@ -48,7 +48,7 @@ def train_group(config: ExperimentConfig, group: Group, splits: Splits, schedule
     result = train_model(model, train_x, train_y, val_x, val_y, schedule, config.train, progress,
                          description=group.name)
     return Run(group, result.model, result.history, result.batch_losses, result.seconds, result.steps,
-               result.curve)
+               result.curve, torch.get_num_threads())
 
 
 def use_workers(device: torch.device, missing: int, parallel: bool | None = None) -> bool:
