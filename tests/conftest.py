@@ -1,4 +1,6 @@
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -50,3 +52,23 @@ def reproduction(tmp_path_factory, reproduction_cache):
     out = tmp_path_factory.mktemp("reproduce")
     experiment = reproduce(out, device="cpu", cache_dir=reproduction_cache, progress=False)
     return experiment, out
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (Debian's, never a downloaded one), one for each test module."""
+    if not CHROMIUM.exists() and not shutil.which("chromium"):
+        pytest.fail("Chromium is not installed (/usr/bin/chromium): the browser tests cannot run. "
+                    "Install it with `apt-get install -y chromium` (.ci/run does this).")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM if CHROMIUM.exists() else shutil.which("chromium")),
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run"])
+        yield browser
+        browser.close()

@@ -3,15 +3,12 @@ error, math typeset, graded questions give the right feedback."""
 import functools
 import http.server
 import json
-import shutil
 import threading
-from pathlib import Path
 
 import pytest
 
 from book_facts import HTML, chapter_files, page
 
-CHROMIUM = Path("/usr/bin/chromium")
 PAGES = ["book/intro", *chapter_files(), "book/playground", "book/glossary"]
 
 
@@ -27,22 +24,6 @@ def site():
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists() and not shutil.which("chromium"):
-        pytest.fail("Chromium is not installed (/usr/bin/chromium): the browser tests cannot run. "
-                    "Install it with `apt-get install -y chromium` (.ci/run does this).")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM if CHROMIUM.exists() else shutil.which("chromium")),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run"])
-        yield browser
-        browser.close()
 
 
 def open_page(browser, site, name):

@@ -7,8 +7,6 @@ file://, as the offline book is: no built book is needed.
 import base64
 import json
 import math
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +17,6 @@ from revformer import web
 from revformer.data import EOS, PROMPT_LEN, SEP, encode, split_inputs_labels
 from revformer.generate import generate
 
-CHROMIUM = Path("/usr/bin/chromium")
 GROUPS = ("four_heads", "one_head", "no_mask")
 
 
@@ -44,21 +41,6 @@ def site(experiment, tmp_path_factory):
     page("explorers.html", "".join(web.chapter_explorer(n, script_base="./").html for n in (10, 11, 12)))
     page("missing.html", web.playground(script_base="./nowhere/").html)
     return folder
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists() and not shutil.which("chromium"):
-        pytest.fail("Chromium is not installed (/usr/bin/chromium): the browser tests cannot run.")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM if CHROMIUM.exists() else shutil.which("chromium")),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run"])
-        yield browser
-        browser.close()
 
 
 class Tab:

@@ -60,6 +60,26 @@ def _package_path(file: str) -> str:
     return "/".join(parts[len(parts) - 1 - parts[::-1].index("revformer"):]) if "revformer" in parts else file
 
 
+def cut_lines(lines: list[str], first: str | None, last: str | None, name: str,
+              begin: int = 0, end: int | None = None) -> tuple[int, int]:
+    """``(begin, end)`` of the lines from the first containing ``first`` to the next containing ``last``.
+
+    Without ``first`` or ``last`` the given ``begin`` or ``end`` stays (by
+    default the whole of ``lines``); ``name`` says what was searched in an error.
+    """
+    end = len(lines) if end is None else end
+    if first is not None:
+        begin = next((i for i, line in enumerate(lines) if first in line), None)
+        if begin is None:
+            raise ValueError(f"no line of {name} contains {first!r}")
+    if last is not None:
+        stop = next((i for i, line in enumerate(lines) if i >= begin and last in line), None)
+        if stop is None:
+            raise ValueError(f"no line of {name} from {first!r} on contains {last!r}")
+        end = stop + 1
+    return begin, end
+
+
 def show_source(obj, first: str | None = None, last: str | None = None) -> SourceListing:
     """The source of a function, class or method of the package, ready to display.
 
@@ -74,16 +94,7 @@ def show_source(obj, first: str | None = None, last: str | None = None) -> Sourc
     except (TypeError, OSError) as error:
         raise ValueError(f"no source to show for {obj!r}: {error}") from None
     name = getattr(obj, "__qualname__", getattr(obj, "__name__", repr(obj)))
-    begin, end = 0, len(lines)
-    if first is not None:
-        begin = next((i for i, line in enumerate(lines) if first in line), None)
-        if begin is None:
-            raise ValueError(f"no line of {name} contains {first!r}")
-    if last is not None:
-        stop = next((i for i, line in enumerate(lines) if i >= begin and last in line), None)
-        if stop is None:
-            raise ValueError(f"no line of {name} from {first!r} on contains {last!r}")
-        end = stop + 1
+    begin, end = cut_lines(lines, first, last, name)
     # a method or a part of a body, shifted left as a whole: its own indentation stays
     text = textwrap.dedent("".join(lines[begin:end]))
     return SourceListing(name, _package_path(file), start + begin, text)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .files import atomic_path
-from .source import SourceListing
+from .source import SourceListing, cut_lines
 
 SITE_URL = "https://revformer.github.io/revformer-book/"
 WEB_URL = SITE_URL + "web/"
@@ -170,15 +170,7 @@ def show_model_js(first: str | None = None, last: str | None = None, function: s
             end = next(i for i in range(begin + 1, len(lines)) if lines[i].rstrip() == indent + "}") + 1
         while begin > 0 and lines[begin - 1].lstrip().startswith("//"):
             begin -= 1
-    if first is not None:
-        begin = next((i for i, line in enumerate(lines) if first in line), None)
-        if begin is None:
-            raise ValueError(f"no line of model.js contains {first!r}")
-    if last is not None:
-        stop = next((i for i, line in enumerate(lines) if i >= begin and last in line), None)
-        if stop is None:
-            raise ValueError(f"no line of model.js from {first!r} on contains {last!r}")
-        end = stop + 1
+    begin, end = cut_lines(lines, first, last, "model.js", begin, end)
     name = "model.js" if function is None else f"{function} (model.js)"
     return SourceListing(name, "revformer/web/model.js", begin + 1, textwrap.dedent("".join(lines[begin:end])),
                          language="javascript")

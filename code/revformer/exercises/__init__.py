@@ -11,7 +11,19 @@ Modules, one exercise topic each, add their checkers on ``Checker``.
 """
 from __future__ import annotations
 
+import textwrap
 import traceback
+
+
+def fold(text: str, width: int = 76) -> str:
+    """Fold a long diagnosis so that it reads without scrolling, under its marker."""
+    return textwrap.fill(text, width=width, subsequent_indent=" " * 8, break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def expect(checker: "Checker", condition, good: str, bad: str, width: int = 76) -> bool:
+    """``checker.expect`` with both texts folded to ``width`` columns."""
+    return checker.expect(condition, fold(good, width), fold(bad, width))
 
 
 class Unfinished(Exception):

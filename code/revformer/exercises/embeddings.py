@@ -11,26 +11,15 @@ at 14, the two parts concatenated or multiplied instead of added.
 from __future__ import annotations
 
 import math
-import textwrap
 
 import torch
 
 from ..model import make_model
-from . import Checker, Unfinished, run_cases
+from . import Checker, Unfinished, expect, fold, run_cases
 
 _TITLE = "check_embed"
 _CASES = ((2, 14), (3, 8), (1, 15))  # (batch, positions); B != T so the axes cannot be confused
 _TOL = dict(atol=1e-6, rtol=1e-5)
-
-
-def _wrap(text: str) -> str:
-    """Fold a long diagnosis so that it reads without scrolling, under its marker."""
-    return textwrap.fill(text, width=76, subsequent_indent=" " * 8, break_long_words=False,
-                         break_on_hyphens=False)
-
-
-def _expect(checker: Checker, condition, good: str, bad: str) -> bool:
-    return checker.expect(condition, _wrap(good), _wrap(bad))
 
 
 def _model():
@@ -91,7 +80,7 @@ def _check_case(checker: Checker, fn, shape, seed) -> bool:
     except Unfinished:
         line = checker.lines[-1]
         if "ERROR" in line and ("size" in line or "shape" in line):
-            checker.lines.append(_wrap(
+            checker.lines.append(fold(
                 f"  HINT  here B = {b} and T = {t}. Build the positions from the length of the "
                 "ids, torch.arange(ids.size(1)), not from the batch size or a fixed 14"))
         raise
@@ -99,29 +88,29 @@ def _check_case(checker: Checker, fn, shape, seed) -> bool:
         tok = model.token_embedding(ids)
         expected = tok + model.position_embedding(torch.arange(t))  # [B,T,D]
     if not torch.equal(given, ids):
-        return _expect(checker, False, "", "your function changed the caller's ids in place")
+        return expect(checker, False, "", "your function changed the caller's ids in place")
     if not isinstance(got, torch.Tensor):
-        return _expect(checker, False, "", f"returned {type(got).__name__}, not a tensor"
+        return expect(checker, False, "", f"returned {type(got).__name__}, not a tensor"
                                            + (": is the `return` missing?" if got is None else ""))
     got = got.detach().to("cpu", torch.float32)
     if list(got.shape) == [b, t, 2 * expected.size(-1)]:
-        return _expect(checker, False, "", (
+        return expect(checker, False, "", (
             f"{where}: the result is [{b}, {t}, {2 * expected.size(-1)}]: the token and position "
             "rows were concatenated; the model adds them, keeping 64 features"))
     if list(got.shape) != [b, t, expected.size(-1)]:
-        return _expect(checker, False, "", (
+        return expect(checker, False, "", (
             f"{where}: the result has shape {list(got.shape)}, it must be [B,T,D] = "
             f"{[b, t, expected.size(-1)]}"))
     if torch.allclose(got, expected, **_TOL):
-        return _expect(checker, True, (
+        return expect(checker, True, (
             f"{where} -> [{b}, {t}, {expected.size(-1)}], token row plus position row 0..{t - 1}"), "")
     with torch.no_grad():
         variants = _variants(model, ids)
     for vectors, meaning in variants:
         if vectors.shape == got.shape and torch.allclose(got, vectors, **_TOL):
-            return _expect(checker, False, "", f"{where}: {meaning}")
+            return expect(checker, False, "", f"{where}: {meaning}")
     gap = (got - expected).abs().max().item()
-    return _expect(checker, False, "", (
+    return expect(checker, False, "", (
         f"{where}: your vectors differ from model.token_embedding(ids) + "
         f"model.position_embedding(positions) by up to {gap:.3g}. Does your function use its "
         "`model` argument (the checker passes a model of its own), and positions 0..T-1?"))

@@ -11,25 +11,13 @@ in place.
 """
 from __future__ import annotations
 
-import textwrap
-
 import torch
 
 from ..data import IGNORE_INDEX, PROMPT_LEN, encode, split_inputs_labels
-from . import Checker, Unfinished, run_cases
+from . import Checker, Unfinished, expect, fold, run_cases
 
 _TITLE = "check_split_inputs_labels"
 _CASES = (3, 5, 1)  # batch sizes: a fixed size shows up as a wrong shape
-
-
-def _wrap(text: str) -> str:
-    """Fold a long diagnosis so that it reads without scrolling, under its marker."""
-    return textwrap.fill(text, width=76, subsequent_indent=" " * 8, break_long_words=False,
-                         break_on_hyphens=False)
-
-
-def _expect(checker: Checker, condition, good: str, bad: str) -> bool:
-    return checker.expect(condition, _wrap(good), _wrap(bad))
 
 
 def _batch(size: int, seed: int) -> torch.Tensor:
@@ -85,22 +73,22 @@ def _check_case(checker: Checker, fn, size, seed) -> bool:
     inputs, labels = split_inputs_labels(full)
     where = f"full {list(full.shape)}"
     if not torch.equal(given, full):
-        return _expect(checker, False, "", (
+        return expect(checker, False, "", (
             "your function changed the caller's `full`: the -100s were written into the "
             "samples themselves. full[:, 1:] is a view of the same memory, not a copy; take "
             "labels = full[:, 1:].clone() before writing -100 into it"))
     if got is None:
-        return _expect(checker, False, "", "returned None: is the `return` missing?")
+        return expect(checker, False, "", "returned None: is the `return` missing?")
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        return _expect(checker, False, "", (
+        return expect(checker, False, "", (
             f"returned {type(got).__name__}: return two tensors, inputs and labels, "
             "as `return inputs, labels`"))
     got_inputs, got_labels = got
     if not all(isinstance(t, torch.Tensor) for t in got):
-        return _expect(checker, False, "", "return two tensors, inputs and labels")
+        return expect(checker, False, "", "return two tensors, inputs and labels")
     if got_inputs.shape == labels.shape and got_labels.shape == inputs.shape and (
             torch.equal(got_labels, inputs) and torch.equal(got_inputs, labels)):
-        return _expect(checker, False, "", "inputs and labels are swapped: return inputs, labels")
+        return expect(checker, False, "", "inputs and labels are swapped: return inputs, labels")
     for name, tensor in (("inputs", got_inputs), ("labels", got_labels)):
         if list(tensor.shape) != [size, 14]:
             extra = ""
@@ -110,32 +98,32 @@ def _check_case(checker: Checker, fn, size, seed) -> bool:
                 extra = f": the batch has {size} samples; take every row, full[:, ...]"
             elif list(tensor.shape) == [size, 7]:
                 extra = ": keep one entry per input position, 14, with -100 where ignored"
-            return _expect(checker, False, "", (
+            return expect(checker, False, "", (
                 f"{where}: {name} has shape {list(tensor.shape)}, it must be [{size}, 14]{extra}"))
     if got_inputs.dtype.is_floating_point or got_labels.dtype.is_floating_point:
-        return _expect(checker, False, "", (
+        return expect(checker, False, "", (
             "the tensors hold floats: token ids and labels are integers, which the embedding "
             "and F.cross_entropy need (keep the dtype of full, or .long())"))
     if not torch.equal(got_inputs, inputs):
         if torch.equal(got_inputs, full[:, 1:]):
-            return _expect(checker, False, "", (
+            return expect(checker, False, "", (
                 f"{where}: your inputs start at position 1: the inputs are the first 14 tokens, "
                 "full[:, :-1], so <BOS> at position 0 is read and <EOS> at position 14 is not"))
-        return _expect(checker, False, "", (
+        return expect(checker, False, "", (
             f"{where}: your inputs are not the first 14 tokens of each sample, full[:, :-1]"))
     if torch.equal(got_labels, labels):
-        return _expect(checker, True, (
+        return expect(checker, True, (
             f"{where} -> inputs and labels [{size}, 14]; labels shifted by one, -100 at positions "
             "0-6, the caller's tensor untouched"), "")
     for variant, meaning in _label_variants(full):
         if variant.shape == got_labels.shape and torch.equal(got_labels, variant):
-            return _expect(checker, False, "", f"{where}: {meaning}")
+            return expect(checker, False, "", f"{where}: {meaning}")
     kept = got_labels[:, PROMPT_LEN - 1:]
     if not torch.equal(kept, labels[:, PROMPT_LEN - 1:]):
-        return _expect(checker, False, "", (
+        return expect(checker, False, "", (
             f"{where}: the labels of positions 7-13 must be the tokens at 8-14, full[:, 8:] (the six "
             "answer digits and <EOS>)"))
-    return _expect(checker, False, "", (
+    return expect(checker, False, "", (
         f"{where}: the labels of positions 0-6 must all be -100; yours are "
         f"{got_labels[0, :PROMPT_LEN - 1].tolist()} in the first sample"))
 
@@ -151,7 +139,7 @@ def check_split_inputs_labels(fn) -> bool:
             return _check_case(checker, fn, size, seed)
         except Unfinished:
             if "ERROR" in checker.lines[-1]:
-                checker.lines.append(_wrap(
+                checker.lines.append(fold(
                     "  HINT  slice every row and the token axis: full[:, :-1] and full[:, 1:]; "
                     "the batch size is full.size(0), not a fixed number"))
             raise

@@ -9,12 +9,10 @@ diagonal masked too, the wrong triangle masked, no mask at all.
 """
 from __future__ import annotations
 
-import textwrap
-
 import torch
 
 from ..attention import causal_mask
-from . import Checker, Unfinished, run_cases
+from . import Checker, Unfinished, expect, fold, run_cases
 
 _TITLE = "check_masked_weights"
 _CASES = ((2, 3, 5), (1, 4, 14))  # (batch, heads, positions)
@@ -22,13 +20,11 @@ _TOL = dict(atol=1e-5, rtol=1e-4)
 
 
 def _wrap(text: str) -> str:
-    """Fold a long diagnosis so that it reads without scrolling, under its marker."""
-    return textwrap.fill(text, width=72, subsequent_indent=" " * 8, break_long_words=False,
-                         break_on_hyphens=False)
+    return fold(text, width=72)
 
 
 def _expect(checker: Checker, condition, good: str, bad: str) -> bool:
-    return checker.expect(condition, _wrap(good), _wrap(bad))
+    return expect(checker, condition, good, bad, width=72)
 
 
 def _reference(scores):

@@ -12,12 +12,11 @@ the hundreds, where ``exp`` overflows ``float32``).
 from __future__ import annotations
 
 import math
-import textwrap
 
 import torch
 
 from ..attention import scaled_dot_product_attention
-from . import Checker, Unfinished, run_cases
+from . import Checker, Unfinished, expect, fold, run_cases
 
 _TITLE = "check_attention_weights"
 # (batch, heads, positions, head width, spread of q and k): T, Dh and H all
@@ -31,13 +30,11 @@ _EXP_LIMIT = 88.7  # math.log of float32's largest number
 
 
 def _wrap(text: str) -> str:
-    """Fold a long diagnosis so that it reads without scrolling, under its marker."""
-    return textwrap.fill(text, width=72, subsequent_indent=" " * 8, break_long_words=False,
-                         break_on_hyphens=False)
+    return fold(text, width=72)
 
 
 def _expect(checker: Checker, condition, good: str, bad: str) -> bool:
-    return checker.expect(condition, _wrap(good), _wrap(bad))
+    return expect(checker, condition, good, bad, width=72)
 
 
 def _reference(q, k):

@@ -9,27 +9,16 @@ place, characters instead of ints, the caller's list reversed in place.
 """
 from __future__ import annotations
 
-import textwrap
 from numbers import Integral
 
 import torch
 
 from ..data import BOS, EOS, SEP, encode, format_tokens
-from . import Checker, run_cases
+from . import Checker, expect, run_cases
 
 _TITLE = "check_encode"
 # Distinct digits first, so that every mistake shows; then repeated digits and zeros.
 _CASES = ((3, 1, 4, 2, 0, 5), (9, 0, 0, 1, 2, 7), (0, 0, 0, 0, 0, 0), (8, 6, 7, 5, 3, 9))
-
-
-def _wrap(text: str) -> str:
-    """Fold a long diagnosis so that it reads without scrolling, under its marker."""
-    return textwrap.fill(text, width=76, subsequent_indent=" " * 8, break_long_words=False,
-                         break_on_hyphens=False)
-
-
-def _expect(checker: Checker, condition, good: str, bad: str) -> bool:
-    return checker.expect(condition, _wrap(good), _wrap(bad))
 
 
 def _as_ids(got):
@@ -105,37 +94,37 @@ def _check_case(checker: Checker, fn, digits, seed) -> bool:
     expected = encode(digits)
     where = " ".join(map(str, digits))
     if caller != list(digits):
-        return _expect(checker, False, "", (
+        return expect(checker, False, "", (
             f"your function changed the caller's list: it was [{', '.join(map(str, digits))}] and "
             f"is now {caller}. list.reverse() reverses the list itself; digits[::-1] makes a "
             "reversed copy and leaves the caller's digits alone"))
     ids, problem = _as_ids(got)
     if problem:
-        return _expect(checker, False, "", f"digits {where}: {problem}")
+        return expect(checker, False, "", f"digits {where}: {problem}")
     if ids == expected:
-        return _expect(checker, True, f"digits {where} -> {format_tokens(expected)}", "")
+        return expect(checker, True, f"digits {where} -> {format_tokens(expected)}", "")
     if len(ids) != len(expected):
         lacking = _missing(digits, ids)
         if lacking:
-            return _expect(checker, False, "", (
+            return expect(checker, False, "", (
                 f"digits {where}: {len(ids)} ids, and {lacking} missing: a sample is <BOS>, six "
                 "digits, <SEP>, the six digits reversed, <EOS>: 1 + 6 + 1 + 6 + 1 = 15 ids"))
-        return _expect(checker, False, "", (
+        return expect(checker, False, "", (
             f"digits {where}: you returned {len(ids)} ids, a sample has 15 (<BOS>, six digits, "
             f"<SEP>, six digits, <EOS>). Yours: {ids}"))
     for variant, meaning in _variants(digits):
         if ids == variant:
-            return _expect(checker, False, "", f"digits {where}: {meaning}")
+            return expect(checker, False, "", f"digits {where}: {meaning}")
     for position, name in ((0, "<BOS>"), (7, "<SEP>"), (14, "<EOS>")):
         if ids[position] != expected[position]:
-            return _expect(checker, False, "", (
+            return expect(checker, False, "", (
                 f"digits {where}: position {position} holds {ids[position]}, it must be {name}, "
                 f"id {expected[position]} (BOS, SEP, EOS are 10, 11, 12)"))
     if ids[1:7] != expected[1:7]:
-        return _expect(checker, False, "", (
+        return expect(checker, False, "", (
             f"digits {where}: positions 1-6 hold {ids[1:7]}, they must be the question as given, "
             f"{list(digits)}"))
-    return _expect(checker, False, "", (
+    return expect(checker, False, "", (
         f"digits {where}: positions 8-13 hold {ids[8:14]}, they must be the question reversed, "
         f"{list(digits)[::-1]}"))
 

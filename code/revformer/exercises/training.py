@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import math
-import textwrap
 
 import torch
 import torch.nn.functional as F
@@ -33,7 +32,7 @@ import torch.nn.functional as F
 from ..data import BOS, EOS, SEP, split_inputs_labels
 from ..model import make_model
 from ..train import FIRST_TARGET, answer_loss, make_optimizer, train_step
-from . import Checker, Unfinished, run
+from . import Checker, Unfinished, fold, run
 
 TITLE = "check_train_step"
 CLIP_NORM = 1.0
@@ -43,12 +42,6 @@ _MODEL_SEED = 3
 # a few 1e-6 (all 14 rows of logits instead of 7 give 4e-6 here); every usual
 # mistake moves some weight by 7e-4 or more within three steps.
 _WEIGHT_TOL = dict(rtol=1e-4, atol=5e-5)
-
-
-def _wrap(text: str) -> str:
-    """Fold a long line so that it reads without scrolling, under its marker."""
-    return textwrap.fill(text, width=76, subsequent_indent=" " * 8, break_long_words=False,
-                         break_on_hyphens=False)
 
 
 def _batches(steps: int, seed: int) -> list:
@@ -218,14 +211,14 @@ def _reference_step(model, optimizer, x, y):
 def _as_number(checker: Checker, got, where: str):
     """The reader's returned loss as a float, or None after recording what is wrong."""
     if got is None:
-        checker.expect(False, "", _wrap(f"{where}: your step returned None: return the batch loss "
+        checker.expect(False, "", fold(f"{where}: your step returned None: return the batch loss "
                                         "(loss.detach() or loss.item())"))
         return None
     if isinstance(got, torch.Tensor) and got.numel() == 1:
         return float(got.detach())
     if isinstance(got, (int, float)) and not isinstance(got, bool):
         return float(got)
-    checker.expect(False, "", _wrap(f"{where}: your step returned {type(got).__name__}"
+    checker.expect(False, "", fold(f"{where}: your step returned {type(got).__name__}"
                                     f"{list(got.shape) if isinstance(got, torch.Tensor) else ''}, "
                                     "not one number: return the batch loss"))
     return None
@@ -249,7 +242,7 @@ def _run_reader(checker: Checker, fn, model, make_opt, batches, where: str):
             except Unfinished:
                 line = checker.lines[-1]
                 if "batch_size" in line or "shape" in line:
-                    checker.lines.append(_wrap(
+                    checker.lines.append(fold(
                         "  HINT  model(x, logits_from=FIRST_TARGET) gives the logits of the 7 positions "
                         "7-13, [B,7,13]; their labels are y[:, FIRST_TARGET:], [B,7]. The full "
                         "model(x) gives [B,14,13], to pair with all of y"))
@@ -272,31 +265,31 @@ def _diagnose(checker: Checker, fn_record, model, make_opt, batches, where: str,
                 continue  # the weights of a missing clip, the gradients of a late one
             if mistake is _clip_after_step and not _same_grads(fn_record[1], other[1]):
                 continue
-            checker.expect(False, "", _wrap(f"{where}: {meaning}"))
+            checker.expect(False, "", fold(f"{where}: {meaning}"))
             return
     (mine, _), (theirs, _) = fn_record, reference
     start = _params(model)
     for number, ((a, p), (b, q)) in enumerate(zip(mine, theirs), start=1):
         if not math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-7):
-            checker.expect(False, "", _wrap(
+            checker.expect(False, "", fold(
                 f"{where}, step {number}: your loss is {a:.6f}, train_step's {b:.6f}. The loss is "
                 "answer_loss(logits, y[:, 7:]) with logits = model(x, logits_from=7)[0]: the "
                 "mean cross-entropy of the logits over positions 7-13"))
             return
         if _close(p, start, dict(rtol=0.0, atol=0.0)):
-            checker.expect(False, "", _wrap(f"{where}, step {number}: the loss is right but no weight "
+            checker.expect(False, "", fold(f"{where}, step {number}: the loss is right but no weight "
                                             "moved: is optimizer.step() missing, or does it run "
                                             "before backward()?"))
             return
         if not _close(p, q, _WEIGHT_TOL):
             gap = max((u - v).abs().max().item() for u, v in zip(p, q))
-            checker.expect(False, "", _wrap(
+            checker.expect(False, "", fold(
                 f"{where}, step {number}: the loss is right but the weights differ from train_step's "
                 f"by up to {gap:.2g}: check the order zero_grad, forward, loss, backward, clip at "
                 f"{CLIP_NORM}, step, and that each is called once"))
             return
         start = p
-    checker.expect(False, "", _wrap(f"{where}: the steps differ from train_step's"))
+    checker.expect(False, "", fold(f"{where}: the steps differ from train_step's"))
 
 
 def _check_optimizer_case(checker: Checker, fn, model, make_opt, batches, where, good,
@@ -310,7 +303,7 @@ def _check_optimizer_case(checker: Checker, fn, model, make_opt, batches, where,
         if note_rows and rows and max(rows) > 14 - FIRST_TARGET:
             note = (" (you asked for all 14 rows of logits; model(x, logits_from=FIRST_TARGET) "
                     "computes only the 7 the loss reads, with the same numbers up to rounding)")
-        return checker.expect(True, _wrap(good + note), "")
+        return checker.expect(True, fold(good + note), "")
     _diagnose(checker, got, model, make_opt, batches, where, reference)
     return False
 
@@ -328,15 +321,15 @@ def _check_nan(checker: Checker, fn, model, make_opt, batches) -> bool:
         return checker.call(fn, model, optimizer, x, y)  # records the TODO line
     except RuntimeError as error:
         if "non-finite" in str(error):
-            return checker.expect(True, _wrap(f"{where}: your step raises ({str(error)[:40]}...) "
+            return checker.expect(True, fold(f"{where}: your step raises ({str(error)[:40]}...) "
                                               "instead of writing NaN into every weight"), "")
-        checker.expect(False, "", _wrap(f"{where}: RuntimeError {str(error)[:120]}"))
+        checker.expect(False, "", fold(f"{where}: RuntimeError {str(error)[:120]}"))
         return False
     except Exception as error:  # the reader's bug, reported rather than raised
-        checker.expect(False, "", _wrap(f"{where}: {type(error).__name__}: {str(error)[:120]}"))
+        checker.expect(False, "", fold(f"{where}: {type(error).__name__}: {str(error)[:120]}"))
         return False
     spread = sum(int(torch.isnan(p).sum()) for p in model.parameters())
-    return checker.expect(False, "", _wrap(
+    return checker.expect(False, "", fold(
         f"{where}: your step did not stop, and {spread:,} weights are now NaN: pass "
         "error_if_nonfinite=True to clip_grad_norm_, so that a NaN or inf gradient raises at once"))
 
