@@ -1,6 +1,6 @@
 # make book  : build the HTML book into _build/html (make book SEED=7: the whole book with seed 7)
 # make test  : run every test (the book is built first: the tests check the site too)
-# make unit  : the package's tests alone, without the book, in a couple of minutes
+# make unit  : the package's tests alone, without the book or a browser, in under a minute
 # make bench : the speed benchmark
 # Each creates .venv when it is missing and installs what it needs (requirements/*.txt).
 PYTHON ?= python3
@@ -33,7 +33,7 @@ test: $(VENV)/.test chromium book
 	$(PY) -m pytest
 
 unit: $(VENV)/.test
-	$(PY) -m pytest -m "not book and not slow"
+	$(PY) -m pytest -m "not book and not slow and not browser"
 
 # The browser tests drive Debian's Chromium; without it, say how to get it instead of failing later.
 CHROMIUM ?= $(shell command -v chromium 2>/dev/null || echo /usr/bin/chromium)

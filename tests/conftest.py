@@ -28,6 +28,17 @@ def wrong_report(capsys):
     return read
 
 
+def pytest_collection_modifyitems(items):
+    """Marks by what a test needs: the full reproduction trains the full models on an
+    empty cache (slow); the ``browser`` fixture drives Chromium (browser)."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if {"reproduction", "reproduction_cache"} & fixtures:
+            item.add_marker(pytest.mark.slow)
+        if "browser" in fixtures:
+            item.add_marker(pytest.mark.browser)
+
+
 @pytest.fixture
 def small_config():
     """A configuration small enough to train in a couple of seconds."""

@@ -95,6 +95,7 @@ def test_the_experiment_succeeds(reproduction):
     assert all(count_parameters(run.model) == 69_709 for run in experiment.runs.values())
 
 
+@pytest.mark.slow  # several groups in worker processes
 def test_groups_are_what_their_names_say(small_config, tmp_path):
     exp = load_experiment(small_config, device="cpu", cache_dir=tmp_path, progress=False)
     assert list(exp.runs) == list(GROUP_NAMES)
@@ -115,6 +116,7 @@ def test_cache_hit_gives_identical_results(small_config, tmp_path):
     assert "loaded from the cache" in second.budget.reason
 
 
+@pytest.mark.slow  # several groups in worker processes
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign"])
 def test_damaged_or_foreign_cache_is_reported_and_rebuilt(small_config, tmp_path, capsys, damage):
     first = load_experiment(small_config, device="cpu", cache_dir=tmp_path, progress=False)
@@ -140,6 +142,7 @@ def test_damaged_or_foreign_cache_is_reported_and_rebuilt(small_config, tmp_path
     assert third.run("four_heads").from_cache and capsys.readouterr().err == ""
 
 
+@pytest.mark.slow  # several groups in worker processes
 def test_slow_machine_lowers_every_group_alike(small_config, tmp_path):
     import dataclasses
 
@@ -162,6 +165,7 @@ def _one_thread():
         torch.set_num_threads(before)
 
 
+@pytest.mark.slow  # several groups in worker processes
 def test_workers_train_what_this_process_trains(small_config, tmp_path):
     """Three worker processes give the runs of one group after another here, bit for bit."""
     from revformer.worker import use_workers
@@ -182,6 +186,7 @@ def test_workers_train_what_this_process_trains(small_config, tmp_path):
         assert torch.equal(here.generated(name), workers.generated(name))
 
 
+@pytest.mark.slow  # several groups in worker processes
 def test_a_failing_worker_reports_its_error(small_config, tmp_path):
     from revformer.config import Group
     from revformer.worker import train_in_workers
@@ -205,6 +210,7 @@ def test_a_worker_refuses_a_caller_whose_package_code_differs(small_config, tmp_
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # trains the three groups here, one after another
 def test_on_a_gpu_the_groups_train_here_one_after_another(small_config, tmp_path, monkeypatch):
     """A CUDA device (faked here: CI has none) never starts workers."""
     import revformer.experiment as experiment
@@ -244,6 +250,7 @@ def _run_script(tmp_path, name: str, body: str):
                             text=True, start_new_session=True)
 
 
+@pytest.mark.slow  # several groups in worker processes
 def test_two_runs_at_once_on_one_cache_both_succeed(small_config, tmp_path):
     """Each trains what it finds missing and writes whole files: neither waits for the other."""
     body = (f"config = ExperimentConfig.from_dict({small_config.to_dict()!r})\n"
@@ -281,6 +288,7 @@ def _children_of(pid: int) -> list[int]:
     return children
 
 
+@pytest.mark.slow  # several groups in worker processes
 @pytest.mark.parametrize("whom", ["caller", "group"])  # Jupyter's interrupt; Ctrl-C in a terminal
 def test_an_interrupt_during_training_leaves_no_file_and_no_worker(small_config, tmp_path, whom):
     import signal
@@ -317,6 +325,7 @@ def dataclasses_replace_steps(config, steps):
     return dataclasses.replace(config, train=dataclasses.replace(config.train, steps=steps))
 
 
+@pytest.mark.slow  # several groups in worker processes
 def test_load_experiment_inside_a_jupyter_kernel(small_config, tmp_path):
     """A Colab CPU runtime calls load_experiment from a kernel: the workers start from there."""
     from jupyter_client.manager import start_new_kernel
@@ -384,6 +393,7 @@ def test_the_cache_key_changes_with_the_package_code(small_config, tmp_path, mon
     assert '"-m", "revformer.fingerprint"' in build  # the chapters re-execute on the package's fingerprint
 
 
+@pytest.mark.slow  # several groups in worker processes
 def test_parallel_training_from_a_script_without_a_main_guard(small_config, tmp_path):
     """Workers are subprocesses that never re-import the caller's script."""
     import subprocess

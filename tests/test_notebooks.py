@@ -31,6 +31,14 @@ def test_no_committed_outputs(name):
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
+def test_every_cell_has_its_own_id(name):
+    """nbformat 4.5 cell ids: without them nbformat warns while the book builds (a warning fails it)."""
+    ids = [cell.get("id") for cell in load_notebook(name)["cells"]]
+    assert all(isinstance(i, str) and re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", i) for i in ids), ids
+    assert len(set(ids)) == len(ids), "two cells share an id"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
 def test_colab_metadata_and_setup_cell(name):
     nb = load_notebook(name)
     assert nb["metadata"]["accelerator"] == "GPU"

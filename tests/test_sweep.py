@@ -28,6 +28,7 @@ def test_default_seeds_follow_the_builds_seed(monkeypatch):
     assert default_seeds() == [2, 0, 1, 3, 4]
 
 
+@pytest.mark.slow  # several groups in worker processes
 def test_a_sweep_writes_both_files_reuses_the_reproduction_and_resumes(small_config, tmp_path):
     seed = small_config.train.seed
     here = load_experiment(small_config, device="cpu", cache_dir=tmp_path / "cache", progress=False)
