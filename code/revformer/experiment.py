@@ -151,6 +151,52 @@ class Experiment:
         return record
 
 
+def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.device, cache_dir: Path,
+                  progress: bool | None = None, always_speed_test: bool = False,
+                  parallel: bool | None = None) -> tuple[Budget, list[Run]]:
+    """The runs of ``jobs``, pairs ``(config, group)``, from the cache; the missing ones train into it.
+
+    ``config`` gives the training budget and the batch table that every job
+    shares. The full budget is used when every job is cached; otherwise the
+    speed test runs first and, if the projected time of the three groups is
+    over the limit, every job trains (or loads) the lowered budget alike.
+    Missing runs train side by side in worker processes on a multi-core CPU
+    (``use_workers``), else here one after another; both give the same weights.
+    Returns the budget and the runs in the order of ``jobs``.
+    """
+    def cached(steps):
+        keys = [cache_key(c, g, steps, device) for c, g in jobs]
+        return keys, [load_run(cache_path(cache_dir, g, key), key, c, g, device) for (c, g), key in zip(jobs, keys)]
+
+    steps = config.train.steps
+    keys, runs = cached(steps)
+    if all(run is not None for run in runs) and not always_speed_test:
+        budget = Budget(steps, steps, None, None, config.train.time_limit_seconds, len(GROUP_NAMES),
+                        f"every group loaded from the cache, trained with the full {steps} steps")
+    else:
+        train_x, train_y = split_inputs_labels(splits.train)
+        budget = speed_test(train_x, train_y, config.train, device, groups=len(GROUP_NAMES))
+        if budget.steps != steps:
+            steps = budget.steps
+            keys, runs = cached(steps)
+    missing = [i for i, run in enumerate(runs) if run is None]
+    if use_workers(device, len(missing), parallel):
+        train_in_workers([jobs[i] for i in missing], steps, cache_dir)
+        for i in missing:
+            (c, g), key = jobs[i], keys[i]
+            runs[i] = load_run(cache_path(cache_dir, g, key), key, c, g, device)
+            if runs[i] is None:
+                raise RuntimeError(f"the worker for {g.name} (seed {c.train.seed}) wrote no usable cache file")
+            runs[i].from_cache = False
+    else:
+        schedule = batch_schedule(splits.train.size(0), config.train)[:steps]
+        for i in missing:
+            (c, g), key = jobs[i], keys[i]
+            runs[i] = train_group(c, g, splits, schedule, device, progress)
+            save_run(cache_path(cache_dir, g, key), key, runs[i])
+    return budget, runs
+
+
 def load_experiment(config: ExperimentConfig | None = None, device="auto", cache_dir=None,
                     groups=GROUP_NAMES, progress: bool | None = None,
                     always_speed_test: bool = False, parallel: bool | None = None) -> Experiment:
@@ -161,44 +207,17 @@ def load_experiment(config: ExperimentConfig | None = None, device="auto", cache
     three groups is over the limit, every group trains (or loads) the lowered
     budget alike. Missing groups train side by side in worker processes on a
     multi-core CPU (``use_workers``), else here one after another; both give
-    the same weights.
+    the same weights (``load_or_train``).
     """
     config = config or ExperimentConfig()
     device = resolve_device(device)
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     chosen = [find_group(name) for name in groups]
     splits = make_splits(config.data, config.task)
-
-    def cached(steps):
-        keys = {g.name: cache_key(config, g, steps, device) for g in chosen}
-        return keys, {g.name: load_run(cache_path(cache_dir, g, keys[g.name]), keys[g.name], config, g, device)
-                      for g in chosen}
-
-    steps = config.train.steps
-    keys, runs = cached(steps)
-    if all(run is not None for run in runs.values()) and not always_speed_test:
-        budget = Budget(steps, steps, None, None, config.train.time_limit_seconds, len(GROUP_NAMES),
-                        f"every group loaded from the cache, trained with the full {steps} steps")
-    else:
-        train_x, train_y = split_inputs_labels(splits.train)
-        budget = speed_test(train_x, train_y, config.train, device, groups=len(GROUP_NAMES))
-        if budget.steps != steps:
-            steps = budget.steps
-            keys, runs = cached(steps)
-    missing = [g for g in chosen if runs[g.name] is None]
-    if use_workers(device, len(missing), parallel):
-        train_in_workers([(config, g) for g in missing], steps, cache_dir)
-        for g in missing:
-            runs[g.name] = load_run(cache_path(cache_dir, g, keys[g.name]), keys[g.name], config, g, device)
-            if runs[g.name] is None:
-                raise RuntimeError(f"the worker for {g.name} wrote no usable cache file")
-            runs[g.name].from_cache = False
-    else:
-        schedule = batch_schedule(splits.train.size(0), config.train)[:steps]
-        for g in missing:
-            runs[g.name] = train_group(config, g, splits, schedule, device, progress)
-            save_run(cache_path(cache_dir, g, keys[g.name]), keys[g.name], runs[g.name])
+    budget, runs = load_or_train(config, [(config, g) for g in chosen], splits, device, cache_dir, progress,
+                                 always_speed_test, parallel)
+    runs = {g.name: run for g, run in zip(chosen, runs)}
     return Experiment(config, splits, device, budget, runs)
 
 
-__all__ = ["CACHE_ENV", "Experiment", "Run", "environment", "load_experiment"]
+__all__ = ["CACHE_ENV", "Experiment", "Run", "environment", "load_experiment", "load_or_train"]

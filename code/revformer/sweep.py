@@ -21,13 +21,13 @@ from pathlib import Path
 import torch
 
 from .analysis import next_answer_weight, reversal_weight
-from .cache import cache_key, cache_path, default_cache_dir, load_run, save_run
+from .cache import default_cache_dir
 from .config import GROUPS, ExperimentConfig, default_seed
 from .data import make_splits, split_inputs_labels
 from .files import write_csv
 from .generate import generate, score
-from .train import batch_schedule, resolve_device, speed_test
-from .worker import train_group, train_in_workers, use_workers
+from .experiment import load_or_train
+from .train import resolve_device
 
 SEEDS_HEADER = ["group", "seed", "train_loss", "val_loss", "digit_accuracy", "sequence_accuracy",
                 "reversal_weight", "next_answer_weight", "first_perfect_step"]
@@ -94,36 +94,10 @@ def run_sweep(out_dir, seeds=None, config: ExperimentConfig | None = None, devic
     splits = make_splits(config.data, config.task)
     configs = {seed: seed_config(config, seed) for seed in seeds}
     jobs = [(configs[seed], g) for seed in seeds for g in GROUPS]
-
-    def cached(steps):
-        return {(c.train.seed, g.name): load_run(cache_path(cache_dir, g, cache_key(c, g, steps, device)),
-                                                 cache_key(c, g, steps, device), c, g, device) for c, g in jobs}
-
-    steps = config.train.steps
-    runs = cached(steps)
-    if any(run is None for run in runs.values()):
-        train_x, train_y = split_inputs_labels(splits.train)
-        budget = speed_test(train_x, train_y, config.train, device, groups=len(GROUPS))
-        if budget.steps != steps:
-            steps = budget.steps
-            runs = cached(steps)
-    missing = [(c, g) for c, g in jobs if runs[(c.train.seed, g.name)] is None]
-    if use_workers(device, len(missing)):
-        train_in_workers(missing, steps, cache_dir)
-        runs = cached(steps)
-    else:
-        schedule = batch_schedule(splits.train.size(0), config.train)[:steps]
-        for c, g in missing:
-            run = train_group(c, g, splits, schedule, device, progress)
-            key = cache_key(c, g, steps, device)
-            save_run(cache_path(cache_dir, g, key), key, run)
-            runs[(c.train.seed, g.name)] = run
+    _, runs = load_or_train(config, jobs, splits, device, cache_dir, progress)
     test_inputs, _ = split_inputs_labels(splits.test)
     seed_rows, curve_rows = [], []
-    for c, g in jobs:
-        run = runs[(c.train.seed, g.name)]
-        if run is None:
-            raise RuntimeError(f"no trained run of {g.name} with seed {c.train.seed} in {cache_dir}")
+    for (c, g), run in zip(jobs, runs):
         scores = score(generate(run.model, splits.prompts("test"), kv_cache=g.causal), splits.answers("test"))
         reversal, next_answer = layer0_weights(run.model, test_inputs)
         _, train_loss, val_loss = run.history[-1]
