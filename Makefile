@@ -26,10 +26,23 @@ $(VENV)/.test: $(VENV)/.book requirements/test.txt
 	$(PY) -m pip install --quiet -r requirements/test.txt
 	touch $@
 
+# axe-core, Deque's accessibility rules: tests/test_accessibility.py injects this file into every page,
+# from disk (no network at test time). One stamp per pinned version: a new pin installs again.
+AXE_VERSION := 4.14.1
+AXE_DIR := $(VENV)/axe
+$(VENV)/.axe-$(AXE_VERSION): | $(PY)
+	@command -v npm >/dev/null 2>&1 || { \
+		echo "npm is not installed, and the accessibility test needs it to install axe-core $(AXE_VERSION)."; \
+		echo "Install it with: sudo apt-get install -y npm   (or run make unit: no browser)"; \
+		exit 2; }
+	npm install --no-save --no-audit --no-fund --prefix $(AXE_DIR) axe-core@$(AXE_VERSION)
+	test -f $(AXE_DIR)/node_modules/axe-core/axe.min.js
+	touch $@
+
 book: $(VENV)/.book
 	$(PY) tools/book.py build --seed $(SEED)
 
-test: $(VENV)/.test chromium book
+test: $(VENV)/.test $(VENV)/.axe-$(AXE_VERSION) chromium book
 	$(PY) -m pytest
 
 unit: $(VENV)/.test

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from revformer.exercises import training
 from revformer.exercises.solutions import ch08
 from revformer.exercises.training import check_train_step
-from revformer.train import FIRST_TARGET, answer_loss, train_step
+from revformer.train import answer_loss, train_step
 
 
 def clip(model, **kwargs):
@@ -29,8 +29,8 @@ def all_rows(model, optimizer, x, y):
 
 
 def zero_grad_last(model, optimizer, x, y):
-    logits, _ = model(x, logits_from=FIRST_TARGET)
-    loss = F.cross_entropy(logits.reshape(-1, 13), y[:, FIRST_TARGET:].reshape(-1))
+    logits, _ = model(x)
+    loss = F.cross_entropy(logits.reshape(-1, 13), y.reshape(-1))
     loss.backward()
     clip(model)
     optimizer.step()
@@ -40,8 +40,8 @@ def zero_grad_last(model, optimizer, x, y):
 
 def log_softmax_first(model, optimizer, x, y):  # log_softmax twice is log_softmax: right
     optimizer.zero_grad()
-    logits, _ = model(x, logits_from=FIRST_TARGET)
-    loss = answer_loss(torch.log_softmax(logits, dim=-1), y[:, FIRST_TARGET:])
+    logits, _ = model(x)
+    loss = answer_loss(torch.log_softmax(logits, dim=-1), y)
     loss.backward()
     clip(model)
     optimizer.step()
@@ -55,13 +55,6 @@ def test_right_steps_pass(fn, capsys):
     assert "all checks passed" in out and "WRONG" not in out and "raises" in out
 
 
-def test_all_rows_of_logits_get_a_note(capsys):
-    check_train_step(all_rows)
-    assert "all 14 rows of logits" in capsys.readouterr().out
-    check_train_step(package)
-    assert "all 14 rows" not in capsys.readouterr().out
-
-
 def _step(order, loss_of=None, **clip_kwargs):
     """A step that runs the named calls in ``order``."""
     def fn(model, optimizer, x, y):
@@ -71,8 +64,8 @@ def _step(order, loss_of=None, **clip_kwargs):
                 optimizer.zero_grad(set_to_none=True)
             elif call == "loss":
                 if loss_of is None:
-                    logits, _ = model(x, logits_from=FIRST_TARGET)
-                    loss = answer_loss(logits, y[:, FIRST_TARGET:])
+                    logits, _ = model(x)
+                    loss = answer_loss(logits, y)
                 else:
                     loss = loss_of(model, x, y)
             elif call == "backward":
@@ -89,8 +82,8 @@ RIGHT = ("zero", "loss", "backward", "clip", "step")
 
 
 def softmax_loss(model, x, y):
-    logits, _ = model(x, logits_from=FIRST_TARGET)
-    return answer_loss(torch.softmax(logits, -1), y[:, FIRST_TARGET:])
+    logits, _ = model(x)
+    return answer_loss(torch.softmax(logits, -1), y)
 
 
 def mean_over_14(model, x, y):
@@ -105,13 +98,13 @@ def labels_from_inputs(model, x, y):
 
 
 def from_position_8(model, x, y):
-    logits, _ = model(x, logits_from=8)
-    return answer_loss(logits, y[:, 8:])
+    logits, _ = model(x)
+    return answer_loss(logits[:, 8:], y[:, 8:])
 
 
 def scaled_loss(model, x, y):
-    logits, _ = model(x, logits_from=FIRST_TARGET)
-    return 2 * answer_loss(logits, y[:, FIRST_TARGET:])
+    logits, _ = model(x)
+    return 2 * answer_loss(logits, y)
 
 
 MISTAKES = [
@@ -142,23 +135,24 @@ def test_the_clipping_case_clips():
     # the SGD case can only see a missing clip if the gradient's norm is over the limit
     model = training.make_model(seed=training._MODEL_SEED)
     x, y = training._batches(1, seed=0)[0]
-    logits, _ = model(x, logits_from=FIRST_TARGET)
-    answer_loss(logits, y[:, FIRST_TARGET:]).backward()
+    logits, _ = model(x)
+    answer_loss(logits, y).backward()
     assert clip(model).item() > 1.5
 
 
 def test_mismatched_labels_get_a_hint(capsys):
-    def unsliced(model, optimizer, x, y):
+    def sliced_labels(model, optimizer, x, y):
         optimizer.zero_grad()
-        logits, _ = model(x, logits_from=FIRST_TARGET)
-        loss = answer_loss(logits, y)
+        logits, _ = model(x)  # [B,14,13] against the 7 labels of positions 7-13: the shapes disagree
+        loss = answer_loss(logits, y[:, 7:])
         loss.backward()
+        clip(model)
         optimizer.step()
         return loss
 
-    assert check_train_step(unsliced) is False
+    assert check_train_step(sliced_labels) is False
     out = capsys.readouterr().out
-    assert "ERROR" in out and "y[:, FIRST_TARGET:]" in out
+    assert "ERROR" in out and "HINT" in out and "answer_loss skips the -100 labels" in out
 
 
 def test_returns(capsys):

@@ -4,8 +4,8 @@ import torch
 from revformer.data import IGNORE_INDEX, encode, split_inputs_labels
 from revformer.generate import generate
 from revformer.model import make_model
-from revformer.probes import (answer_scores, knockout_table, logit_lens, margins, replaced_sublayers,
-                              residual_stream, sublayer_outputs)
+from revformer.interventions import replaced_sublayers, zeroed_heads
+from revformer.probes import answer_scores, knockout_table, logit_lens, margins, residual_stream
 
 
 def _batch(n=6, seed=0):
@@ -39,74 +39,6 @@ def test_residual_stream_and_logit_lens_follow_the_forward_pass():
         logit_lens(model, ids[0])
 
 
-def test_sublayer_outputs_are_what_each_sublayer_adds():
-    model = make_model(seed=4).double()
-    ids, _ = _batch()
-    outputs = sublayer_outputs(model, ids)
-    assert list(outputs) == [(0, "attention"), (0, "ffn"), (1, "attention"), (1, "ffn")]
-    stream = residual_stream(model, ids)
-    torch.testing.assert_close(stream["embeddings"] + outputs[(0, "attention")], stream["after attention 0"])
-    torch.testing.assert_close(stream["after attention 1"] + outputs[(1, "ffn")], stream["after block 1"])
-    assert _no_hooks_left(model)
-    with pytest.raises(ValueError, match="ids must be"):
-        sublayer_outputs(model, "0123")
-
-
-def test_zeroing_a_sublayer_passes_the_stream_on_and_a_mean_is_taken_by_position():
-    model = make_model(seed=5).double()
-    ids, _ = _batch()
-    lens = logit_lens(model, ids)
-    with replaced_sublayers(model, {(1, "attention"): 0, (1, "ffn"): 0}):
-        torch.testing.assert_close(model(ids)[0], lens["after block 0"])  # block 1 is now the identity
-    with replaced_sublayers(model, {(1, "ffn"): torch.zeros(64, dtype=torch.float64)}):
-        torch.testing.assert_close(model(ids)[0], lens["after attention 1"])
-    mean = sublayer_outputs(model, ids)[(0, "ffn")].mean(dim=0)  # [T,D]
-    with replaced_sublayers(model, {(0, "ffn"): mean}):
-        averaged, _ = model(ids)
-        last_rows, _ = model(ids, logits_from=7)  # the last block computes rows 7-13 only
-        prefix, _ = model(ids[:, :9])  # a shorter prefix takes the first positions' vectors
-        stream = residual_stream(model, ids)
-    torch.testing.assert_close(last_rows, averaged[:, 7:])
-    torch.testing.assert_close(prefix, averaged[:, :9])
-    torch.testing.assert_close(stream["after block 0"] - stream["after attention 0"], mean.expand(6, 14, 64))
-    assert torch.equal(model(ids)[0], lens["after block 1"]) and _no_hooks_left(model)
-
-
-def test_replaced_sublayers_works_under_generation_without_the_cache():
-    model = make_model(seed=6)
-    ids, _ = _batch(4)
-    mean = sublayer_outputs(model, ids)[(1, "attention")].mean(dim=0)
-    with replaced_sublayers(model, {(1, "attention"): mean}):
-        tokens, read = generate(model, ids[:, :8], return_logits=True)  # 7 steps, prefixes of 8 to 14
-        full, _ = model(torch.cat([ids[:, :8], tokens[:, :-1]], dim=1))  # the same 14 tokens at once
-    torch.testing.assert_close(read, full[:, 7:])  # each step read its own positions' means
-
-
-@pytest.mark.parametrize("replacements, match", [
-    ({(2, "ffn"): 0}, "a sublayer is"),
-    ({(0, "mlp"): 0}, "a sublayer is"),
-    ({0: 0}, "a sublayer is"),
-    ({(0, "ffn"): 1.5}, "must be 0"),
-    ({(0, "ffn"): torch.zeros(32)}, "must be 0"),
-    ({(0, "attention"): torch.zeros(2, 3, 64)}, "must be 0"),
-])
-def test_replaced_sublayers_refuses_bad_input(replacements, match):
-    model = make_model(seed=7)
-    with pytest.raises(ValueError, match=match):
-        with replaced_sublayers(model, replacements):
-            pass
-    assert _no_hooks_left(model)
-
-
-def test_a_mean_with_too_few_positions_is_refused():
-    model = make_model(seed=7)
-    ids, _ = _batch()
-    with pytest.raises(ValueError, match="has 5 positions"):
-        with replaced_sublayers(model, {(0, "ffn"): torch.zeros(5, 64)}):
-            model(ids)
-    assert _no_hooks_left(model)
-
-
 def test_margins_and_answer_scores():
     logits = torch.tensor([[[2.0, 0.5, 1.0], [0.0, 3.0, -1.0]]])  # [1,2,3]
     torch.testing.assert_close(margins(logits, torch.tensor([[0, 2]])), torch.tensor([[1.0, -4.0]]))
@@ -137,7 +69,8 @@ def test_knockout_table_has_every_part_and_agrees_with_the_model():
     assert rows[0]["part"] == "none"
     assert rows[0]["loss"] == pytest.approx(answer_scores(model(ids)[0], labels).loss)
     zero = next(r for r in rows if (r["part"], r["layer"], r["head"], r["ablation"]) == ("head", 1, 2, "zero"))
-    assert zero["loss"] == pytest.approx(answer_scores(model(ids, knockout=[(1, 2)])[0], labels).loss)
+    with zeroed_heads(model, [(1, 2)]):
+        assert zero["loss"] == pytest.approx(answer_scores(model(ids)[0], labels).loss)
     ffn = next(r for r in rows if (r["part"], r["layer"], r["ablation"]) == ("ffn", 0, "zero"))
     with replaced_sublayers(model, {(0, "ffn"): 0}):
         assert ffn["loss"] == pytest.approx(answer_scores(model(ids)[0], labels).loss)

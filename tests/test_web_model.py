@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from revformer import web
 from revformer.data import EOS, PROMPT_LEN, SEP, encode, split_inputs_labels
 from revformer.generate import generate
+from revformer.interventions import zeroed_heads
 
 GROUPS = ("four_heads", "one_head", "no_mask")
 
@@ -114,6 +115,12 @@ def _option_sets(model):
     return unique
 
 
+def _forward(model, ids, causal=None, knockout=()):
+    """The Python model with the JavaScript model's options: the knockout goes through the hooks."""
+    with zeroed_heads(model, [tuple(pair) for pair in knockout]):
+        return model(ids, causal=causal)
+
+
 def _python_options(options):
     return {"causal": options.get("causal"), "knockout": [tuple(p) for p in options.get("knockout", [])]}
 
@@ -125,7 +132,7 @@ def test_forward_matches_pytorch_on_every_test_sample(model_tab, experiment, gro
     assert inputs.shape == (512, 14)
     for options in _option_sets(model):
         with torch.no_grad():
-            logits, weights = model(inputs, **_python_options(options))
+            logits, weights = _forward(model, inputs, **_python_options(options))
         weights = torch.stack(weights, dim=1)  # [512,L,H,14,14]
         worst = model_tab.page.evaluate(COMPARE_FORWARD, [group, inputs.tolist(), options,
                                                           _f32(logits), _f32(weights)])
@@ -255,7 +262,7 @@ def _greedy(model, digits, **options):
     probabilities = []
     with torch.no_grad():
         for _ in range(7):
-            logits, _ = model(tokens, **options)
+            logits, _ = _forward(model, tokens, **options)
             p = torch.softmax(logits[0, -1].double(), dim=-1)
             nxt = EOS if finished else int(logits[0, -1].argmax())
             finished = finished or nxt == EOS
@@ -269,7 +276,7 @@ def _losses(model, digits, **options):
     full = torch.tensor([encode(digits)])
     inputs, labels = split_inputs_labels(full)
     with torch.no_grad():
-        logits, _ = model(inputs, **options)
+        logits, _ = _forward(model, inputs, **options)
     return F.cross_entropy(logits[0, 7:].double(), labels[0, 7:], reduction="none").numpy()
 
 
@@ -387,7 +394,7 @@ def _box(locator):
 def _teacher_forced_weights(model, digits, answer, **options):
     inputs = torch.tensor([encode(digits)[:PROMPT_LEN] + answer[:6]])
     with torch.no_grad():
-        _, weights = model(inputs, **options)
+        _, weights = _forward(model, inputs, **options)
     return torch.stack(weights)[:, 0].numpy()  # [L,H,14,14]
 
 
@@ -658,7 +665,8 @@ def test_the_listing_of_the_javascript():
     assert whole.text == web.MODEL_JS.read_text(encoding="utf-8") and whole.first_line == 1
     part = web.show_model_js("function layerNorm", "    });")
     assert part.text.startswith("function layerNorm(x, p)") and part.first_line > 1
-    assert "variance" in part._repr_html_() and "revformer/web/model.js" in part._repr_html_()
+    assert "variance" in part._repr_markdown_() and "revformer/web/model.js" in part._repr_markdown_()
+    assert "```javascript\n" in part._repr_markdown_() and "style=" not in part._repr_markdown_()
     with pytest.raises(ValueError, match="no line of model.js contains"):
         web.show_model_js("function nothing")
 

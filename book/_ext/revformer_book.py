@@ -18,6 +18,19 @@ of each identical script on every page.
 The book runs code in Colab, Binder or a local Jupyter, never through Thebe
 (``launch_buttons.thebe`` is false), so the Thebe loader and its
 configuration, which name a CDN, are left out of the pages altogether.
+
+Hidden code cells (the ``hide-input`` and ``hide-output`` tags) open with a
+``<summary>`` that myst-nb labels ``aria-label="Toggle hidden content"``,
+while the reader sees "Show code cell source": a screen reader would say one
+thing and a voice-control user would have to say the other (WCAG 2.5.3,
+axe-core's ``label-content-name-mismatch``). This extension writes the
+summary without that label, so its name is the text it shows ("Show code
+cell source", "Hide code cell source" once open).
+
+``revformer.source`` listings are Markdown outputs whose fence the theme
+highlights with its accessible light and dark styles;
+``_static/revformer-book.css`` sets their head in the theme's muted text
+colour, which keeps its contrast in both modes.
 """
 
 
@@ -107,7 +120,34 @@ def check_site_links(app, exception):
                 logger.warning(f"{page}: link to {target}#{fragment}, an anchor that page does not have")
 
 
+def visit_hidden_cell(self, node):
+    """myst-nb's ``visit_HideCellInput`` without ``aria-label`` on the summary: its name is its text."""
+    classes = " ".join(node["classes"])
+    self.body.append(f'<details class="admonition hide {classes}">\n')
+    self.body.append("<summary>\n")
+    self.body.append(f'<p class="collapsed admonition-title">{html.escape(node["prompt_show"])}</p>\n')
+    self.body.append(f'<p class="expanded admonition-title">{html.escape(node["prompt_hide"])}</p>\n')
+    self.body.append("</summary>\n")
+
+
+def depart_hidden_cell(self, node):
+    self.body.append("</details>\n")
+
+
+STATIC = Path(__file__).parent / "_static"
+
+
+def add_static(app):
+    app.config.html_static_path.append(str(STATIC))
+
+
 def setup(app):
+    from myst_nb.sphinx_ import HideCodeCellNode
+
+    app.setup_extension("myst_nb")  # registers HideCodeCellNode first, so the visitor below replaces its own
+    app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_hidden_cell))
+    app.connect("builder-inited", add_static)
+    app.add_css_file("revformer-book.css")
     app.connect("config-inited", default_light_mode)
     app.connect("html-page-context", dedupe_scripts, priority=900)
     app.connect("html-page-context", relative_site_links, priority=950)

@@ -91,8 +91,8 @@ def prefix_logit_change(model, inputs: torch.Tensor, causal: bool | None = None,
     With a working causal mask this is exactly 0 here: no prefix position can
     read the future, and both passes run the same shapes through the same
     deterministic kernels, so even the rounding is the same. (The prefix run
-    alone, at another length, agrees only to about 1e-6 in float32: other
-    shapes round in another order.) Without the mask it is far from 0.
+    alone, at another length, may differ by float32 rounding, a few 1e-6:
+    other shapes can round in another order.) Without the mask it is far from 0.
     """
     with evaluating(model):
         device = next(model.parameters()).device
@@ -101,66 +101,3 @@ def prefix_logit_change(model, inputs: torch.Tensor, causal: bool | None = None,
     return float((a[:, :PROMPT_LEN] - b[:, :PROMPT_LEN]).abs().max())
 
 
-@torch.no_grad()
-def head_outputs(model, ids: torch.Tensor) -> list[torch.Tensor]:
-    """What every head hands to its layer's output projection: one ``[B,H,T,Dh]`` per layer.
-
-    A forward pre-hook (a function PyTorch calls with a module's inputs just
-    before the module runs) on each ``out_proj`` records its input, the heads
-    side by side ``[B,T,D]``, which is split back into heads here.
-    """
-    captured = []
-    hooks = [block.attention.out_proj.register_forward_pre_hook(lambda module, args: captured.append(args[0]))
-             for block in model.blocks]
-    with evaluating(model, hooks):
-        model(ids.to(next(model.parameters()).device))
-    return [block.attention.split_heads(merged) for block, merged in zip(model.blocks, captured)]
-
-
-@contextmanager
-def replaced_heads(model, replacements: dict):
-    """Inside the block, heads' outputs are replaced before the output projection.
-
-    ``replacements`` maps ``(layer, head)`` to the output that head hands on
-    instead of its own, ``[T,Dh]`` (one vector per position) or ``[Dh]``: its
-    mean over a data set gives *mean ablation*, which keeps the input of the
-    output projection on the distribution it was trained on, where zeroing a
-    head (``model(ids, knockout=...)``) does not.
-    """
-    blocks = model.blocks
-    by_layer: dict[int, dict[int, torch.Tensor]] = {}
-    for (layer, head), value in replacements.items():
-        if not (0 <= layer < len(blocks) and 0 <= head < blocks[layer].attention.num_heads):
-            raise ValueError(f"cannot replace head {(layer, head)}: the model has layers 0-{len(blocks) - 1} "
-                             f"and heads 0-{blocks[0].attention.num_heads - 1}")
-        by_layer.setdefault(layer, {})[head] = torch.as_tensor(value)
-
-    rows = {}  # layer -> the positions of this call's query rows: queries_from..T-1
-
-    def note_rows(layer):
-        def note(module, args):
-            length, queries_from = args[0].size(1), (args[3] if len(args) > 3 else 0)
-            rows[layer] = slice(queries_from, length)
-        return note
-
-    def replace_for(layer):
-        attention = blocks[layer].attention
-
-        def replace(module, args):
-            if layer not in rows:
-                raise ValueError("replaced_heads changes the model's own forward pass; a KVCache calls the "
-                                 "layers directly and is not covered")
-            heads = attention.split_heads(args[0]).clone()  # [B,H,t,Dh], a copy to change
-            for head, value in by_layer[layer].items():
-                value = value.to(heads.device, heads.dtype)
-                heads[:, head] = value[rows[layer]] if value.dim() == 2 else value
-            return (attention.merge_heads(heads),)
-        return replace
-
-    hooks = [blocks[layer].attention.register_forward_pre_hook(note_rows(layer)) for layer in by_layer]
-    hooks += [blocks[layer].attention.out_proj.register_forward_pre_hook(replace_for(layer)) for layer in by_layer]
-    try:
-        yield model
-    finally:
-        for hook in hooks:
-            hook.remove()

@@ -44,8 +44,8 @@ def scaled_dot_product_attention(q, k, v, causal: bool = True):
 
     ``q`` may hold fewer positions than ``k`` and ``v``: ``[B,H,Tq,Dh]`` are
     then the queries of the last ``Tq`` positions, and the weights are
-    ``[B,H,Tq,T]``, the last ``Tq`` rows of the full matrix (the model's last
-    block uses this for the rows the loss reads).
+    ``[B,H,Tq,T]``, the last ``Tq`` rows of the full matrix (chapter 20's KV
+    cache asks for the new positions only).
     """
     if (q.dim() < 2 or k.shape != v.shape or q.shape[:-2] != k.shape[:-2] or q.size(-1) != k.size(-1)
             or q.size(-2) > k.size(-2)):
@@ -101,30 +101,17 @@ class MultiHeadSelfAttention(nn.Module):
         # transpose gives a strided view; contiguous() copies it into the order view needs
         return x.transpose(1, 2).contiguous().view(batch, length, self.d_model)
 
-    def forward(self, x: torch.Tensor, causal: bool | None = None, knockout=(), queries_from: int = 0):
+    def forward(self, x: torch.Tensor, causal: bool | None = None):
         """``x`` ``[B,T,D]`` -> (output ``[B,T,D]``, weights ``[B,H,T,T]``).
 
         ``causal=None`` uses the module's own setting; True or False overrides
         it for this call only (chapter 11 turns the mask off this way).
-        ``knockout``: head numbers whose outputs are set to zero before the
-        output projection (an experiment: what does the answer need?).
-        ``queries_from=p`` computes the output of positions ``p..T-1`` only
-        (``[B,T-p,D]``, weights ``[B,H,T-p,T]``); keys and values still
-        cover every position, so those rows are the full ones.
         """
         if x.dim() != 3 or x.size(-1) != self.d_model:
             raise ValueError(f"x must have shape [B,T,{self.d_model}], got {list(x.shape)}")
-        if not 0 <= queries_from < x.size(1):
-            raise ValueError(f"queries_from must be a position 0-{x.size(1) - 1}, got {queries_from}")
-        for head in knockout:
-            if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < self.num_heads:
-                raise ValueError(f"cannot knock out head {head!r}: this layer has heads 0-{self.num_heads - 1}")
-        use_causal = self.causal if causal is None else causal
-        q = self.split_heads(self.q_proj(x[:, queries_from:]))  # [B,H,T,Dh] (T-p positions)
+        q = self.split_heads(self.q_proj(x))  # [B,H,T,Dh]
         k = self.split_heads(self.k_proj(x))  # [B,H,T,Dh]
         v = self.split_heads(self.v_proj(x))  # [B,H,T,Dh]
-        heads, weights = scaled_dot_product_attention(q, k, v, causal=use_causal)
-        if knockout:
-            silenced = torch.tensor([h in knockout for h in range(self.num_heads)], device=x.device)
-            heads = heads.masked_fill(silenced.view(1, -1, 1, 1), 0.0)  # [B,H,T,Dh], those heads 0
+        use_causal = self.causal if causal is None else causal
+        heads, weights = scaled_dot_product_attention(q, k, v, causal=use_causal)  # [B,H,T,Dh], [B,H,T,T]
         return self.out_proj(self.merge_heads(heads)), weights  # [B,T,D], [B,H,T,T]

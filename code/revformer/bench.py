@@ -40,7 +40,7 @@ from .model import count_parameters, init_weights, make_model
 from .train import batch_schedule, make_optimizer, train_step
 
 TARGETS = {
-    "reproduction_ratio": 0.5,
+    "reproduction_ratio": 0.9,  # clarity first: the taught code is the plain code (it was 0.5 with tricks)
     "clean_book_seconds": 240.0,
     "rebuild_seconds": 30.0,
     "chapter10_cold_seconds": 20.0,

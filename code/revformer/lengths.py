@@ -172,7 +172,7 @@ def train_mixed(config: ExperimentConfig | None = None, device="auto", cache_dir
     val_x, val_y = inputs_labels(splits.val)
     model = make_model(GROUP.num_heads, config.train.seed, GROUP.causal, config.model, device)
     result = train_model(model, train_x, train_y, val_x, val_y, batch_schedule(train_x.size(0), config.train),
-                         config.train, progress, description=GROUP.name, first_target=FIRST_TARGET)
+                         config.train, progress, description=GROUP.name)
     run = Run(GROUP, result.model, result.history, result.batch_losses, result.seconds, result.steps,
               result.curve, torch.get_num_threads())
     save_run(path, key, run)
@@ -200,7 +200,7 @@ def generate_any(model, prompts: torch.Tensor, steps: int | None = None) -> torc
         tokens = prompts.to(next(model.parameters()).device)
         finished = torch.zeros(tokens.size(0), dtype=torch.bool, device=tokens.device)
         for _ in range(steps):
-            logits, _ = model(tokens, logits_from=tokens.size(1) - 1)  # [B,1,13]: the last position only
+            logits, _ = model(tokens)  # [B,t,13]
             next_token = logits[:, -1].argmax(dim=-1).masked_fill(finished, EOS)
             finished |= next_token == EOS
             tokens = torch.cat([tokens, next_token.unsqueeze(1)], dim=1)

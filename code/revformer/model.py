@@ -43,13 +43,10 @@ class TransformerBlock(nn.Module):
         self.ffn = FeedForward(config.d_model, config.d_ff)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x, causal: bool | None = None, knockout=(), queries_from: int = 0):
-        """``x`` ``[B,T,D]`` -> (``[B,T,D]``, weights ``[B,H,T,T]``).
-
-        ``queries_from=p``: only positions ``p..T-1`` come out (``[B,T-p,D]``).
-        """
-        attended, weights = self.attention(self.norm1(x), causal, knockout, queries_from)
-        x = x[:, queries_from:] + self.dropout(attended)  # [B,T,D]
+    def forward(self, x, causal: bool | None = None):
+        """``x`` ``[B,T,D]`` -> (``[B,T,D]``, weights ``[B,H,T,T]``)."""
+        attended, weights = self.attention(self.norm1(x), causal)
+        x = x + self.dropout(attended)  # [B,T,D]
         x = x + self.dropout(self.ffn(self.norm2(x)))  # [B,T,D]
         return x, weights
 
@@ -67,22 +64,11 @@ class ReversalTransformer(nn.Module):
         self.final_norm = nn.LayerNorm(c.d_model)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size)
 
-    def forward(self, ids: torch.Tensor, causal: bool | None = None, knockout=(), logits_from: int = 0):
+    def forward(self, ids: torch.Tensor, causal: bool | None = None):
         """ids ``[B,T]`` -> (logits ``[B,T,13]``, per-layer weights, each ``[B,H,T,T]``).
 
         ``causal=None`` keeps every layer's own mask setting; True or False
         sets the mask of every layer for this call.
-
-        ``knockout``: ``(layer, head)`` pairs, counted from 0, whose head
-        outputs are set to zero before that layer's output projection; the
-        empty default is the normal forward pass.
-
-        ``logits_from=p`` returns the logits of positions ``p..T-1`` only
-        (``[B,T-p,13]``): no later layer reads the last block's other rows, so
-        that block computes its queries, feed-forward and head for those
-        positions only (keys and values still cover all). Training and
-        evaluation use ``p = 7``, where the supervised targets start. The last
-        layer's weights are then ``[B,H,T-p,T]``.
         """
         if ids.dim() != 2:
             raise ValueError(f"ids must have shape [B,T], got {list(ids.shape)}")
@@ -92,36 +78,13 @@ class ReversalTransformer(nn.Module):
                 f"sequence of {length} tokens is longer than the position table "
                 f"({self.config.max_positions})"
             )
-        if not 0 <= logits_from < length:
-            raise ValueError(f"logits_from must be a position 0-{length - 1}, got {logits_from}")
-        silenced = knockout_by_layer(knockout, len(self.blocks), self.config.num_heads)
         positions = torch.arange(length, device=ids.device)  # [T]: 0, 1, ..., T-1
         x = self.token_embedding(ids) + self.position_embedding(positions)  # [B,T,D] + [T,D]
         attention = []
-        for layer, block in enumerate(self.blocks):
-            first_row = logits_from if layer == len(self.blocks) - 1 else 0
-            x, weights = block(x, causal, silenced[layer], first_row)
+        for block in self.blocks:
+            x, weights = block(x, causal)
             attention.append(weights)  # [B,H,T,T]
         return self.lm_head(self.final_norm(x)), attention  # [B,T,13]
-
-
-def knockout_by_layer(knockout, num_layers: int, num_heads: int) -> list[tuple[int, ...]]:
-    """``[(layer, head), ...]`` -> one tuple of head numbers per layer.
-
-    Raises ``ValueError`` for anything that is not a pair of ints or names a
-    layer or head the model does not have.
-    """
-    heads = [[] for _ in range(num_layers)]
-    for pair in knockout:
-        if (not isinstance(pair, (tuple, list)) or len(pair) != 2
-                or any(isinstance(n, bool) or not isinstance(n, int) for n in pair)):
-            raise ValueError(f"knockout takes (layer, head) pairs of ints, got {pair!r}")
-        layer, head = pair
-        if not (0 <= layer < num_layers and 0 <= head < num_heads):
-            raise ValueError(f"cannot knock out {tuple(pair)}: the model has layers 0-{num_layers - 1} "
-                             f"and heads 0-{num_heads - 1}")
-        heads[layer].append(head)
-    return [tuple(h) for h in heads]
 
 
 def init_weights(model: nn.Module, seed: int) -> None:

@@ -3,29 +3,24 @@
 - ``logit_lens(model, ids)``: the residual stream ``[B,T,D]`` after the
   embeddings and after every sublayer, each read through the model's own final
   LayerNorm and head, as if the model stopped there: logits ``[B,T,13]``.
-- ``sublayer_outputs`` and ``replaced_sublayers``: what a block's attention or
-  feed-forward adds to the stream, and the same output swapped for zeros
-  (zero ablation) or for its mean over a data set (mean ablation).
 - ``answer_scores``: teacher-forced loss, accuracies and the *margin* of the
   right logit over the best wrong one at every supervised position.
 - ``knockout_table``: every head, every layer's attention and every
   feed-forward, each taken away alone, zeroed and mean-ablated.
 
 Everything here runs the model's own forward pass and changes it only through
-hooks, which are removed again when a call returns.
+hooks (``revformer.interventions``), which are removed again when a call returns.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from .analysis import evaluating, head_outputs, replaced_heads
+from .analysis import evaluating
 from .data import IGNORE_INDEX
-
-PARTS = ("attention", "ffn")
+from .interventions import PARTS, head_outputs, replaced_heads, replaced_sublayers, sublayer_outputs, zeroed_heads
 
 
 @torch.no_grad()
@@ -67,96 +62,6 @@ def logit_lens(model, ids: torch.Tensor) -> dict[str, torch.Tensor]:
     """Every stage of ``residual_stream`` read through ``final_norm`` and ``lm_head``:
     logits ``[B,T,13]``. The last stage is the model's own output."""
     return {name: model.lm_head(model.final_norm(x)) for name, x in residual_stream(model, ids).items()}
-
-
-def _check_sublayer(model, key) -> tuple[int, str]:
-    layers = len(model.blocks)
-    if (not isinstance(key, tuple) or len(key) != 2 or isinstance(key[0], bool) or not isinstance(key[0], int)
-            or not 0 <= key[0] < layers or key[1] not in PARTS):
-        raise ValueError(f"a sublayer is (layer, part) with layer 0-{layers - 1} and part one of {PARTS}, got {key!r}")
-    return key
-
-
-@torch.no_grad()
-def sublayer_outputs(model, ids: torch.Tensor) -> dict[tuple[int, str], torch.Tensor]:
-    """What each sublayer adds to the stream, ``{(layer, "attention" | "ffn"): [B,T,D]}``.
-
-    A forward hook (a function PyTorch calls with a module's inputs and output
-    right after the module runs) on each block's ``attention`` and ``ffn``
-    records its output.
-    """
-    if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
-        raise ValueError(f"ids must be a [B,T] tensor of token ids, got {getattr(ids, 'shape', ids)!r}")
-    captured, hooks = {}, []
-    for layer, block in enumerate(model.blocks):
-        for part in PARTS:
-            def keep(module, args, output, key=(layer, part)):
-                captured[key] = output[0] if isinstance(output, tuple) else output
-            hooks.append(getattr(block, part).register_forward_hook(keep))
-    with evaluating(model, hooks):
-        model(ids.to(next(model.parameters()).device))
-    return {key: captured[key] for key in sorted(captured)}
-
-
-@contextmanager
-def replaced_sublayers(model, replacements: dict):
-    """Inside the block, sublayers hand the stream other outputs than their own.
-
-    ``replacements`` maps ``(layer, "attention" | "ffn")`` to the output used
-    instead: a ``[T,D]`` tensor (one vector per position, such as the
-    sublayer's mean over a data set: mean ablation), a ``[D]`` vector for every
-    position, or ``0`` for zero ablation (the block then adds nothing, and
-    the stream passes that sublayer unchanged). A forward hook that returns a
-    value makes PyTorch use that value as the module's output.
-    The positions a call computes are read from the attention's arguments, so
-    the last block's fewer rows (``logits_from``) and the shorter prefixes of
-    ``generate`` (without ``kv_cache``, which bypasses these modules) get
-    their own positions' vectors.
-    """
-    checked = {}
-    for key, value in replacements.items():
-        layer, part = _check_sublayer(model, key)
-        value = torch.zeros(()) if isinstance(value, (int, float)) and value == 0 else torch.as_tensor(value)
-        width = model.blocks[layer].attention.d_model
-        if value.dim() > 2 or (value.dim() >= 1 and value.size(-1) != width) or (value.dim() == 0 and value != 0):
-            raise ValueError(f"the output of {key} must be 0, a [{width}] vector or a [T,{width}] tensor, "
-                             f"got shape {list(value.shape)}")
-        checked[(layer, part)] = value
-    rows = {}  # layer -> the positions the current call computes
-
-    def replacement(key, output):
-        value = checked[key].to(output.device, output.dtype)
-        if value.dim() == 2:
-            first, end = rows[key[0]]
-            if value.size(0) < end:
-                raise ValueError(f"the [T,D] output of {key} has {value.size(0)} positions; this call needs {end}")
-            value = value[first:end]
-        return value.expand_as(output)
-
-    def hook_for(layer, part):
-        def attention(module, args, kwargs, output):
-            x = args[0] if args else kwargs["x"]
-            first = kwargs.get("queries_from", args[3] if len(args) > 3 else 0)
-            rows[layer] = (first, x.size(1))
-            if (layer, "attention") in checked:
-                return (replacement((layer, "attention"), output[0]), output[1])
-            return None
-
-        def ffn(module, args, output):
-            return replacement((layer, "ffn"), output)
-        block = model.blocks[layer]
-        if part == "attention":
-            return block.attention.register_forward_hook(attention, with_kwargs=True)
-        return block.ffn.register_forward_hook(ffn)
-
-    layers = sorted({layer for layer, _ in checked})
-    hooks = [hook_for(layer, "attention") for layer in layers]  # also records the rows for the ffn
-    hooks += [hook_for(layer, part) for layer, part in checked if part == "ffn"]
-    try:
-        yield model
-    finally:
-        for hook in hooks:
-            hook.remove()
 
 
 @dataclass(frozen=True)
@@ -203,7 +108,7 @@ def knockout_table(model, inputs: torch.Tensor, labels: torch.Tensor) -> list[di
     """Each head, each layer's attention and each feed-forward taken away alone.
 
     One row for the model as it is (``part`` ``"none"``), then one per part
-    and way: ``ablation`` ``"zero"`` (heads: ``model(ids, knockout=...)``;
+    and way: ``ablation`` ``"zero"`` (heads: ``zeroed_heads``;
     sublayers: an output of 0) or ``"mean"`` (the part's mean output over
     ``inputs``, position by position). Rows hold ``part``, ``layer``, ``head``
     (None but for heads), ``ablation``, ``loss``, ``digit_accuracy``,
@@ -229,7 +134,8 @@ def knockout_table(model, inputs: torch.Tensor, labels: torch.Tensor) -> list[di
         add("none", None, None, "none", model(ids)[0])
         for layer, block in enumerate(model.blocks):
             for head in range(block.attention.num_heads):
-                add("head", layer, head, "zero", model(ids, knockout=[(layer, head)])[0])
+                with zeroed_heads(model, [(layer, head)]):
+                    add("head", layer, head, "zero", model(ids)[0])
                 with replaced_heads(model, {(layer, head): head_means[layer][head]}):
                     add("head", layer, head, "mean", model(ids)[0])
         for layer in range(len(model.blocks)):
@@ -240,5 +146,4 @@ def knockout_table(model, inputs: torch.Tensor, labels: torch.Tensor) -> list[di
     return rows
 
 
-__all__ = ["AnswerScores", "PARTS", "answer_scores", "knockout_table", "logit_lens", "margins",
-           "replaced_sublayers", "residual_stream", "sublayer_outputs"]
+__all__ = ["AnswerScores", "answer_scores", "knockout_table", "logit_lens", "margins", "residual_stream"]

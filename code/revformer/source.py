@@ -2,17 +2,32 @@
 
 A chapter that teaches a piece of the model displays that piece's real code,
 read from the installed package when the page runs (``inspect.getsource``),
-so the listing can never drift from the code that trains. The listing is
-HTML with the colours written inline: it looks the same in the built book,
-in Colab and in Jupyter, with no style sheet to load.
+so the listing can never drift from the code that trains.
+
+The listing is Markdown (``_repr_markdown_``): a one-line title (the name, the
+file, the lines) and a fenced code block. Whoever shows it colours the code
+with its own highlighting: the book (myst-nb renders a Markdown output through
+MyST, and Sphinx highlights the fence) with the theme's accessible light and
+dark styles, which follow the reader's mode; Colab and Jupyter with theirs.
+No colour is written into the listing, so none can clash with the page's
+background.
 """
 from __future__ import annotations
 
 import html
 import inspect
+import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+
+
+def code_fence(text: str, language: str) -> str:
+    """``text`` as a fenced Markdown code block, its fence longer than any run of backticks inside."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") else text + "\n"
+    return f"{fence}{language}\n{body}{fence}"
 
 
 @dataclass(frozen=True)
@@ -23,32 +38,22 @@ class SourceListing:
     path: str
     first_line: int
     text: str
-    language: str = "python"  # the name of a pygments lexer
+    language: str = "python"  # the name of a pygments lexer, also the fence's info string
 
     @property
     def last_line(self) -> int:
         return self.first_line + self.text.count("\n") - (1 if self.text.endswith("\n") else 0)
 
-    def _highlighted(self) -> str:
-        try:
-            from pygments import highlight
-            from pygments.formatters import HtmlFormatter
-            from pygments.lexers import get_lexer_by_name
-        except ImportError:  # a bare Python without pygments: plain, still readable
-            return f"<pre>{html.escape(self.text)}</pre>"
-        formatter = HtmlFormatter(noclasses=True, nowrap=True, style="default")
-        code = highlight(self.text, get_lexer_by_name(self.language), formatter)
-        return f'<pre style="margin:0;line-height:1.35">{code}</pre>'
-
-    def _repr_html_(self) -> str:
+    def _repr_markdown_(self) -> str:
+        # Raw HTML blocks around the fence: the head, and classes a page can style
+        # (a blank line ends an HTML block, so the fence between them is Markdown).
         head = (f"{html.escape(self.name)} &mdash; <code>{html.escape(self.path)}</code>, "
                 f"lines {self.first_line}-{self.last_line}")
-        return ('<div class="rf-source" style="border:1px solid #c8c8c8;border-radius:6px;margin:.6em 0;'
-                'max-width:100%;overflow-x:auto">'
-                f'<div class="rf-source-head" style="font:12px system-ui,sans-serif;padding:.3em .7em;'
-                f'background:#f3f3f3;border-bottom:1px solid #c8c8c8">{head}</div>'
-                '<div class="rf-source-code" style="padding:.4em .7em;background:#fbfbfb;font-size:12.5px">'
-                f"{self._highlighted()}</div></div>")
+        return ('<div class="rf-source">\n'
+                f'<div class="rf-source-head">{head}</div>\n'
+                '<div class="rf-source-code">\n\n'
+                f"{code_fence(self.text, self.language)}\n\n"
+                "</div>\n</div>\n")
 
     def __repr__(self) -> str:  # what a plain console shows
         return f"# {self.name}, {self.path}, lines {self.first_line}-{self.last_line}\n{self.text}"

@@ -28,18 +28,17 @@ def answer_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 # The first supervised target: position 7 (SEP) predicts the first answer digit.
-# Loss computations ask the model for logits from here on (``logits_from``).
 FIRST_TARGET = PROMPT_LEN - 1
 
 
-def evaluate_loss(model, inputs, labels, batch_size: int = 512, first_target: int = FIRST_TARGET) -> float:
+def evaluate_loss(model, inputs, labels, batch_size: int = 512) -> float:
     """Mean cross-entropy over every supervised target of a whole set.
 
     In ``eval()`` mode (dropout off) and without building a graph
     (``inference_mode``): the two switches do different jobs. The model's
     train/eval mode is restored afterwards. Batches of 512 keep each layer's
     activations in the processor's cache, which is faster here than one
-    huge batch. ``first_target``: the first position with a label (7 here).
+    huge batch.
     """
     was_training = model.training
     model.eval()
@@ -49,9 +48,9 @@ def evaluate_loss(model, inputs, labels, batch_size: int = 512, first_target: in
         for start in range(0, inputs.size(0), batch_size):
             x = inputs[start:start + batch_size].to(device)
             y = labels[start:start + batch_size].to(device)
-            logits, _ = model(x, logits_from=first_target)  # [B,7,13]
+            logits, _ = model(x)  # [B,14,13]
             total += F.cross_entropy(
-                logits.reshape(-1, logits.size(-1)), y[:, first_target:].reshape(-1),
+                logits.reshape(-1, logits.size(-1)), y.reshape(-1),
                 ignore_index=IGNORE_INDEX, reduction="sum",
             ).item()
             count += int((y != IGNORE_INDEX).sum())
@@ -101,15 +100,15 @@ def make_optimizer(model, learning_rate: float) -> torch.optim.Adam:
 
 
 @torch.enable_grad()  # training needs gradients, even when the caller has turned them off
-def train_step(model, optimizer, x, y, clip_norm: float, first_target: int = FIRST_TARGET) -> torch.Tensor:
+def train_step(model, optimizer, x, y, clip_norm: float) -> torch.Tensor:
     """One update: clear gradients, forward, loss, backward, clip, Adam step; the batch loss.
 
-    ``x`` and ``y`` are ``[B,14]`` inputs and labels. Only the positions with
-    targets (7-13) need logits, so the model is asked for those alone.
+    ``x`` and ``y`` are ``[B,14]`` inputs and labels; the loss reads the
+    positions whose label is not -100 (7-13).
     """
     optimizer.zero_grad(set_to_none=True)
-    logits, _ = model(x, logits_from=first_target)  # [B,7,13]
-    loss = answer_loss(logits, y[:, first_target:])
+    logits, _ = model(x)  # [B,14,13]
+    loss = answer_loss(logits, y)
     loss.backward()
     # Rescales all gradients together when their L2 norm exceeds clip_norm;
     # a NaN or inf norm raises instead of silently poisoning the weights.
@@ -212,14 +211,14 @@ def curve_point(model, val_inputs, val_labels, val_loss: float | None = None) ->
 
 def train_model(model, train_inputs, train_labels, val_inputs, val_labels, schedule,
                 config: TrainConfig | None = None, progress: bool | None = None,
-                description: str = "training", first_target: int = FIRST_TARGET) -> TrainResult:
+                description: str = "training") -> TrainResult:
     """Adam on the shared ``schedule``, whole-set losses every ``eval_every`` steps.
 
     ``schedule`` is ``[steps,batch]`` training indices (see ``batch_schedule``).
     Records step 0 (before any update) and every ``eval_every`` steps after;
     a NaN or inf loss stops the run. The learning curve is recorded at
-    ``config.curve_steps``. ``first_target``: the first position with a label
-    (7 in the book's layout; data of other layouts pass their own).
+    ``config.curve_steps``. The losses read every position with a label, so
+    data of other layouts (chapter 21's lengths) train with the same loop.
     """
     config = config or TrainConfig()
     if schedule.dim() != 2 or schedule.size(0) % config.eval_every != 0:
@@ -239,8 +238,7 @@ def train_model(model, train_inputs, train_labels, val_inputs, val_labels, sched
     def record(step):
         val_loss = None
         if step % config.eval_every == 0:
-            row = (step, evaluate_loss(model, train_x, train_y, first_target=first_target),
-                   evaluate_loss(model, val_x, val_y, first_target=first_target))
+            row = (step, evaluate_loss(model, train_x, train_y), evaluate_loss(model, val_x, val_y))
             if not all(math.isfinite(loss) for loss in row[1:]):
                 raise FloatingPointError(f"loss became non-finite at step {step}: {row}")
             history.append(row)
@@ -255,8 +253,7 @@ def train_model(model, train_inputs, train_labels, val_inputs, val_labels, sched
     with tqdm(total=schedule.size(0), desc=description, disable=not progress_enabled(progress),
               leave=False, dynamic_ncols=True) as bar:
         for step, idx in enumerate(schedule.to(device), start=1):
-            batch_losses.append(train_step(model, optimizer, train_x[idx], train_y[idx], config.clip_norm,
-                                           first_target))
+            batch_losses.append(train_step(model, optimizer, train_x[idx], train_y[idx], config.clip_norm))
             bar.update(1)
             if step % config.eval_every == 0 or step in curve_steps:
                 record(step)

@@ -182,15 +182,17 @@ class Beside:
 
     listings: tuple
 
-    def _repr_html_(self) -> str:
-        cells = "".join(f'<div style="flex:1 1 26em;min-width:0">{item._repr_html_()}</div>' for item in self.listings)
-        return f'<div class="rf-beside" style="display:flex;flex-wrap:wrap;gap:0 1em;align-items:flex-start">{cells}</div>'
+    def _repr_markdown_(self) -> str:  # Markdown, like the listings (revformer.source)
+        cells = "".join(f'<div style="flex:1 1 26em;min-width:0">\n\n{item._repr_markdown_()}\n</div>\n'
+                        for item in self.listings)
+        return ('<div class="rf-beside" style="display:flex;flex-wrap:wrap;gap:0 1em;align-items:flex-start">\n'
+                f"{cells}</div>\n")
 
 
 def beside(*listings) -> Beside:
     """``beside(show_source(f), show_model_js("function f"))``: the Python and its JavaScript."""
-    if not listings or not all(hasattr(item, "_repr_html_") for item in listings):
-        raise ValueError("beside takes one or more listings (objects with _repr_html_), "
+    if not listings or not all(hasattr(item, "_repr_markdown_") for item in listings):
+        raise ValueError("beside takes one or more listings (objects with _repr_markdown_), "
                          f"got {[type(item).__name__ for item in listings]}")
     return Beside(tuple(listings))
 
@@ -383,6 +385,8 @@ def _markup(uid: str, o: dict) -> str:
     return "".join(parts)
 
 
+# Captions inherit the text colour: in dark mode pydata-sphinx-theme paints an HTML output light
+# (with dark text), and its own light-grey caption colour would be unreadable there (WCAG AA).
 _STYLE = """<style>
 .rf-playground{font:13px/1.4 system-ui,sans-serif;border:1px solid #9a9a9a;border-radius:6px;padding:.6em .8em;margin:1em 0;max-width:100%;overflow-x:auto}
 .rf-playground .rfp-title{font-weight:600;margin-bottom:.4em}
@@ -390,7 +394,7 @@ _STYLE = """<style>
 .rf-playground .rfp-field{white-space:nowrap}.rf-playground .rfp-field label{margin:0 .3em}
 .rf-playground .rfp-digits{font:15px ui-monospace,monospace;letter-spacing:.15em;width:8.5em}
 .rf-playground .rfp-error{min-height:1.4em;color:#b00020;font-weight:600}
-.rf-playground table{border-collapse:collapse;margin:.3em 0}.rf-playground caption{text-align:left;font-weight:600;padding:.2em 0}
+.rf-playground table{border-collapse:collapse;margin:.3em 0}.rf-playground caption{text-align:left;font-weight:600;padding:.2em 0;color:inherit}
 .rf-playground th,.rf-playground td{padding:.1em .45em;text-align:center;font-variant-numeric:tabular-nums}
 .rf-playground th[scope=row]{text-align:left;font-weight:normal;color:#444}
 .rf-playground td.rfp-tok,.rf-playground td.rfp-want{min-width:3.3em;font:14px ui-monospace,monospace}

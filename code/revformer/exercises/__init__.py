@@ -88,14 +88,18 @@ def run_cases(title: str, cases, check_case, fn) -> bool:
 
 
 class Solution:
-    """Listings of solution functions, collapsed until the reader opens them (``_repr_html_``)."""
+    """Listings of solution functions, collapsed until the reader opens them (``_repr_markdown_``).
+
+    Markdown, like the listings inside it (``revformer.source``): the fences
+    are highlighted by whoever shows them, the book, Colab or Jupyter.
+    """
 
     def __init__(self, listings):
         self.listings = listings
 
-    def _repr_html_(self) -> str:
-        body = "".join(listing._repr_html_() for listing in self.listings)
-        return f'<details class="rf-solution"><summary>Show the solution</summary>{body}</details>'
+    def _repr_markdown_(self) -> str:
+        body = "\n".join(listing._repr_markdown_() for listing in self.listings)
+        return f'<details class="rf-solution">\n<summary>Show the solution</summary>\n\n{body}\n</details>\n'
 
     def __repr__(self) -> str:
         return "\n\n".join(repr(listing) for listing in self.listings)

@@ -1,9 +1,10 @@
 """Chapter 8's exercise: one training step, the six calls in their order.
 
 The reader writes ``my_train_step(model, optimizer, x, y)``: clear the
-gradients, ask the model for the logits of positions 7-13, the loss against
-``y[:, 7:]``, ``backward()``, clip the gradient norm at 1.0 with
-``error_if_nonfinite=True``, ``optimizer.step()``; it returns the batch loss.
+gradients, the logits of all 14 positions, the loss against ``y`` (whose -100
+labels leave positions 7-13), ``backward()``, clip the gradient norm at 1.0
+with ``error_if_nonfinite=True``, ``optimizer.step()``; it returns the batch
+loss.
 ``check_train_step`` runs it on copies of one model, next to the package's
 ``train_step`` on other copies, with the same batches and optimizers of the
 same settings, in three cases:
@@ -39,7 +40,7 @@ CLIP_NORM = 1.0
 _BATCH = 16
 _MODEL_SEED = 3
 # Adam turns tiny rounding differences of near-zero gradients into updates of
-# a few 1e-6 (all 14 rows of logits instead of 7 give 4e-6 here); every usual
+# a few 1e-6; every usual
 # mistake moves some weight by 7e-4 or more within three steps.
 _WEIGHT_TOL = dict(rtol=1e-4, atol=5e-5)
 
@@ -63,8 +64,8 @@ def _clip(model):
 
 
 def _forward_loss(model, x, y):
-    logits, _ = model(x, logits_from=FIRST_TARGET)  # [B,7,13]
-    return answer_loss(logits, y[:, FIRST_TARGET:])
+    logits, _ = model(x)  # [B,14,13]
+    return answer_loss(logits, y)
 
 
 def _no_zero_grad(model, optimizer, x, y):
@@ -103,8 +104,8 @@ def _no_clip(model, optimizer, x, y):
 
 def _softmax_first(model, optimizer, x, y):
     optimizer.zero_grad(set_to_none=True)
-    logits, _ = model(x, logits_from=FIRST_TARGET)
-    loss = answer_loss(torch.softmax(logits, dim=-1), y[:, FIRST_TARGET:])
+    logits, _ = model(x)
+    loss = answer_loss(torch.softmax(logits, dim=-1), y)
     loss.backward()
     _clip(model)
     optimizer.step()
@@ -136,8 +137,8 @@ def _prompt_labels(model, x, y):
 
 
 def _from_8(model, x, y):
-    logits, _ = model(x, logits_from=FIRST_TARGET + 1)  # [B,6,13]: positions 8-13
-    return answer_loss(logits, y[:, FIRST_TARGET + 1:])
+    logits, _ = model(x)  # [B,14,13]
+    return answer_loss(logits[:, FIRST_TARGET + 1:], y[:, FIRST_TARGET + 1:])  # positions 8-13 only
 
 
 _STEP_BEFORE = ("no weight moved: step() ran before backward(), so Adam found no gradient to "
@@ -148,8 +149,9 @@ _UNCLIPPED = ("the update used the unclipped gradient: clip_grad_norm_ is missin
               "before step()")
 _MISTAKES = (
     (_no_zero_grad, "the gradients of one step were added to the next: zero_grad() is missing. "
-                    "PyTorch adds every backward() into .grad, so step 2 used the sum of the "
-                    "step-1 and step-2 gradients. Call optimizer.zero_grad(set_to_none=True) first"),
+                    "PyTorch adds every backward() into .grad, so step 2 used the step-1 gradient "
+                    "(as clipped in place) plus the step-2 gradient. Call "
+                    "optimizer.zero_grad(set_to_none=True) first"),
     (_step_before_backward, _STEP_BEFORE),
     (_clip_after_step, "clip_grad_norm_ ran after step(): the step had already used the "
                        "unclipped gradient, and the clip only rescaled gradients nobody reads. "
@@ -165,8 +167,8 @@ _MISTAKES = (
                                  "prompt token as their label: those labels are -100 in y so "
                                  "that the loss ignores them. Use y as it is"),
     (_with_loss(_from_8), "the loss leaves out position 7, the <SEP> position that predicts the "
-                          "first answer digit: the supervised targets are positions 7-13, "
-                          "logits_from=FIRST_TARGET (7) with y[:, 7:]"),
+                          "first answer digit: the supervised targets are positions 7-13, and "
+                          "answer_loss(logits, y) finds them by their labels"),
 )
 
 
@@ -228,32 +230,22 @@ def _run_reader(checker: Checker, fn, model, make_opt, batches, where: str):
     """The reader's trajectory, as ``_trajectory``; None once something is recorded as wrong."""
     model = copy.deepcopy(model)
     optimizer = make_opt(model)
-    rows = []
-
-    def note_rows(module, args, output):
-        rows.append(output.size(1))  # the rows of logits the head computed: 7, or all 14
-
-    hook = model.lm_head.register_forward_hook(note_rows)
     record = []
-    try:
-        for x, y in batches:
-            try:
-                got = checker.call(fn, model, optimizer, x.clone(), y.clone())
-            except Unfinished:
-                line = checker.lines[-1]
-                if "batch_size" in line or "shape" in line:
-                    checker.lines.append(fold(
-                        "  HINT  model(x, logits_from=FIRST_TARGET) gives the logits of the 7 positions "
-                        "7-13, [B,7,13]; their labels are y[:, FIRST_TARGET:], [B,7]. The full "
-                        "model(x) gives [B,14,13], to pair with all of y"))
-                raise
-            loss = _as_number(checker, got, where)
-            if loss is None:
-                return None, rows
-            record.append((loss, _params(model)))
-    finally:
-        hook.remove()
-    return (record, _grads(model)), rows
+    for x, y in batches:
+        try:
+            got = checker.call(fn, model, optimizer, x.clone(), y.clone())
+        except Unfinished:
+            line = checker.lines[-1]
+            if "batch_size" in line or "shape" in line:
+                checker.lines.append(fold(
+                    "  HINT  model(x) gives logits [B,14,13], to pair with all of y [B,14]: "
+                    "answer_loss skips the -100 labels of positions 0-6"))
+            raise
+        loss = _as_number(checker, got, where)
+        if loss is None:
+            return None
+        record.append((loss, _params(model)))
+    return record, _grads(model)
 
 
 def _diagnose(checker: Checker, fn_record, model, make_opt, batches, where: str, reference) -> None:
@@ -273,8 +265,8 @@ def _diagnose(checker: Checker, fn_record, model, make_opt, batches, where: str,
         if not math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-7):
             checker.expect(False, "", fold(
                 f"{where}, step {number}: your loss is {a:.6f}, train_step's {b:.6f}. The loss is "
-                "answer_loss(logits, y[:, 7:]) with logits = model(x, logits_from=7)[0]: the "
-                "mean cross-entropy of the logits over positions 7-13"))
+                "answer_loss(logits, y) with logits = model(x)[0]: the mean cross-entropy "
+                "over the labelled positions 7-13"))
             return
         if _close(p, start, dict(rtol=0.0, atol=0.0)):
             checker.expect(False, "", fold(f"{where}, step {number}: the loss is right but no weight "
@@ -292,18 +284,13 @@ def _diagnose(checker: Checker, fn_record, model, make_opt, batches, where: str,
     checker.expect(False, "", fold(f"{where}: the steps differ from train_step's"))
 
 
-def _check_optimizer_case(checker: Checker, fn, model, make_opt, batches, where, good,
-                          note_rows: bool = False) -> bool:
+def _check_optimizer_case(checker: Checker, fn, model, make_opt, batches, where, good) -> bool:
     reference = _trajectory(_reference_step, model, make_opt, batches)
-    got, rows = _run_reader(checker, fn, model, make_opt, batches, where)
+    got = _run_reader(checker, fn, model, make_opt, batches, where)
     if got is None:
         return False
     if _matches(got, reference):
-        note = ""
-        if note_rows and rows and max(rows) > 14 - FIRST_TARGET:
-            note = (" (you asked for all 14 rows of logits; model(x, logits_from=FIRST_TARGET) "
-                    "computes only the 7 the loss reads, with the same numbers up to rounding)")
-        return checker.expect(True, fold(good + note), "")
+        return checker.expect(True, fold(good), "")
     _diagnose(checker, got, model, make_opt, batches, where, reference)
     return False
 
@@ -353,7 +340,7 @@ def check_train_step(fn) -> bool:
         if not _check_optimizer_case(
                 checker, fn, model, adam, batches, "Adam, 3 steps",
                 f"Adam, 3 steps of {_BATCH} samples: the losses and the weights after each step "
-                "are train_step's", note_rows=True):
+                "are train_step's"):
             return
         if not _check_optimizer_case(
                 checker, fn, model, sgd, batches[:2], "plain SGD, 2 steps",

@@ -2,7 +2,7 @@
 
 
 def my_split_inputs_labels(full):
-    inputs = full[:, :-1]  # [B,14]: tokens 0-13, what the model reads
-    labels = full[:, 1:].clone()  # [B,14]: tokens 1-14; a copy, so -100 does not land in full
+    inputs = full[:, :-1].long().contiguous()  # [B,14]: tokens 0-13, integer ids in rows of their own
+    labels = full[:, 1:].long().clone()  # [B,14]: tokens 1-14; a copy, so -100 does not land in full
     labels[:, :7] = -100  # positions 0-6 predict prompt tokens: not graded
     return inputs, labels

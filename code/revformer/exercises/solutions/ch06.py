@@ -9,4 +9,5 @@ def my_split_heads(x, num_heads):
 
 def my_merge_heads(x):
     b, h, t, dh = x.shape
-    return x.transpose(1, 2).reshape(b, t, h * dh)  # [B,T,H,Dh] -> [B,T,D]
+    # transpose gives a strided view; contiguous() copies it into the order view needs
+    return x.transpose(1, 2).contiguous().view(b, t, h * dh)  # [B,T,H,Dh] -> [B,T,D]
