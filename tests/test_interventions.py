@@ -4,22 +4,13 @@ import copy
 import pytest
 import torch
 
-from revformer.data import encode, split_inputs_labels
 from revformer.generate import generate
 from revformer.interventions import (head_outputs, replaced_heads, replaced_sublayers, sublayer_outputs,
                                      zeroed_heads)
 from revformer.model import make_model
 from revformer.probes import logit_lens, residual_stream
 
-
-def _batch(n=6, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    digits = torch.randint(0, 10, (n, 6), generator=generator)
-    return split_inputs_labels(torch.tensor([encode(d) for d in digits]))
-
-
-def _no_hooks_left(model):
-    return all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
+from model_helpers import batch, no_hooks_left
 
 
 def _out_proj_columns_zeroed(model, pairs):
@@ -36,7 +27,7 @@ def _out_proj_columns_zeroed(model, pairs):
 @pytest.mark.parametrize("pairs", [[(0, 1)], [(1, 2), (0, 3)], [(1, h) for h in range(4)]])
 def test_zeroed_heads_is_the_model_with_those_out_proj_columns_zeroed_by_hand(pairs):
     model = make_model(seed=8).double()
-    ids, _ = _batch()
+    ids, _ = batch()
     full, full_weights = model(ids)
     by_hand, hand_weights = _out_proj_columns_zeroed(model, pairs)(ids)
     with zeroed_heads(model, pairs):
@@ -46,7 +37,7 @@ def test_zeroed_heads_is_the_model_with_those_out_proj_columns_zeroed_by_hand(pa
     for got, hand in zip(weights, hand_weights):
         torch.testing.assert_close(got, hand, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(weights[0], full_weights[0])  # the weights are what each head computed
-    assert torch.equal(model(ids)[0], full) and _no_hooks_left(model)  # outside the block, whole again
+    assert torch.equal(model(ids)[0], full) and no_hooks_left(model)  # outside the block, whole again
 
 
 def test_zeroed_heads_refuses_what_the_model_does_not_have():
@@ -62,12 +53,12 @@ def test_zeroed_heads_refuses_what_the_model_does_not_have():
     with pytest.raises(ValueError, match="heads 0-0"):
         with zeroed_heads(make_model(num_heads=1), [(0, 1)]):
             pass
-    assert _no_hooks_left(model)
+    assert no_hooks_left(model)
 
 
 def test_zeroed_heads_also_covers_generation_without_the_cache():
     model = make_model(seed=6).double()
-    ids, _ = _batch(4)
+    ids, _ = batch(4)
     by_hand = generate(_out_proj_columns_zeroed(model, [(0, 0), (1, 3)]), ids[:, :8])
     with zeroed_heads(model, [(0, 0), (1, 3)]):
         assert torch.equal(generate(model, ids[:, :8]), by_hand)
@@ -82,7 +73,7 @@ def test_head_outputs_are_what_each_head_hands_to_the_output_projection():
     x = block.norm1(model.token_embedding(ids) + model.position_embedding(torch.arange(14)))
     attended, _ = block.attention(x)
     torch.testing.assert_close(block.attention.out_proj(block.attention.merge_heads(outputs[0])), attended)
-    assert _no_hooks_left(model)
+    assert no_hooks_left(model)
     with pytest.raises(ValueError, match="ids must be"):
         head_outputs(model, "0123")
 
@@ -107,7 +98,7 @@ def test_replacing_a_head_by_its_mean_is_not_zeroing_it():
     with pytest.raises(ValueError, match=r"must be \[16\] or \[T,16\]"):
         with replaced_heads(model, {(0, 1): torch.zeros(14, 8)}):
             pass
-    assert _no_hooks_left(model)
+    assert no_hooks_left(model)
 
 
 def test_a_mean_per_position_replaces_the_right_positions_at_every_length():
@@ -122,25 +113,25 @@ def test_a_mean_per_position_replaces_the_right_positions_at_every_length():
     with pytest.raises(ValueError, match="has 5 positions"):
         with replaced_heads(model, {(1, 0): mean[:5]}):
             model(ids)
-    assert _no_hooks_left(model)
+    assert no_hooks_left(model)
 
 
 def test_sublayer_outputs_are_what_each_sublayer_adds():
     model = make_model(seed=4).double()
-    ids, _ = _batch()
+    ids, _ = batch()
     outputs = sublayer_outputs(model, ids)
     assert list(outputs) == [(0, "attention"), (0, "ffn"), (1, "attention"), (1, "ffn")]
     stream = residual_stream(model, ids)
     torch.testing.assert_close(stream["embeddings"] + outputs[(0, "attention")], stream["after attention 0"])
     torch.testing.assert_close(stream["after attention 1"] + outputs[(1, "ffn")], stream["after block 1"])
-    assert _no_hooks_left(model)
+    assert no_hooks_left(model)
     with pytest.raises(ValueError, match="ids must be"):
         sublayer_outputs(model, "0123")
 
 
 def test_zeroing_a_sublayer_passes_the_stream_on_and_a_mean_is_taken_by_position():
     model = make_model(seed=5).double()
-    ids, _ = _batch()
+    ids, _ = batch()
     lens = logit_lens(model, ids)
     with replaced_sublayers(model, {(1, "attention"): 0, (1, "ffn"): 0}):
         torch.testing.assert_close(model(ids)[0], lens["after block 0"])  # block 1 is now the identity
@@ -153,12 +144,12 @@ def test_zeroing_a_sublayer_passes_the_stream_on_and_a_mean_is_taken_by_position
         stream = residual_stream(model, ids)
     torch.testing.assert_close(prefix, averaged[:, :9])
     torch.testing.assert_close(stream["after block 0"] - stream["after attention 0"], mean.expand(6, 14, 64))
-    assert torch.equal(model(ids)[0], lens["after block 1"]) and _no_hooks_left(model)
+    assert torch.equal(model(ids)[0], lens["after block 1"]) and no_hooks_left(model)
 
 
 def test_replaced_sublayers_works_under_generation_without_the_cache():
     model = make_model(seed=6)
-    ids, _ = _batch(4)
+    ids, _ = batch(4)
     mean = sublayer_outputs(model, ids)[(1, "attention")].mean(dim=0)
     with replaced_sublayers(model, {(1, "attention"): mean}):
         tokens, read = generate(model, ids[:, :8], return_logits=True)  # 7 steps, prefixes of 8 to 14
@@ -179,16 +170,16 @@ def test_replaced_sublayers_refuses_bad_input(replacements, match):
     with pytest.raises(ValueError, match=match):
         with replaced_sublayers(model, replacements):
             pass
-    assert _no_hooks_left(model)
+    assert no_hooks_left(model)
 
 
 def test_a_mean_with_too_few_positions_is_refused():
     model = make_model(seed=7)
-    ids, _ = _batch()
+    ids, _ = batch()
     with pytest.raises(ValueError, match="has 5 positions"):
         with replaced_sublayers(model, {(0, "ffn"): torch.zeros(5, 64)}):
             model(ids)
-    assert _no_hooks_left(model)
+    assert no_hooks_left(model)
 
 
 @pytest.mark.parametrize("intervention", [
@@ -200,11 +191,11 @@ def test_a_mean_with_too_few_positions_is_refused():
 def test_a_kv_cache_inside_an_intervention_is_refused_not_silently_wrong(intervention):
     """The cache calls the layers' parts position by position, past the hooks' view of the positions."""
     model = make_model(seed=9)
-    ids, _ = _batch(3)
+    ids, _ = batch(3)
     mean = head_outputs(model, ids)[0][:, 2].mean(dim=0)  # [14,Dh]
     with intervention(model, mean):
         with pytest.raises(ValueError, match="kv_cache=False"):
             generate(model, ids[:, :8], kv_cache=True)
         generate(model, ids[:, :8])  # the model's own forward pass is fine
     assert torch.equal(generate(model, ids[:, :8], kv_cache=True), generate(model, ids[:, :8]))
-    assert _no_hooks_left(model)
+    assert no_hooks_left(model)

@@ -1,26 +1,17 @@
 import pytest
 import torch
 
-from revformer.data import IGNORE_INDEX, encode, split_inputs_labels
-from revformer.generate import generate
-from revformer.model import make_model
+from revformer.data import IGNORE_INDEX
 from revformer.interventions import replaced_sublayers, zeroed_heads
+from revformer.model import make_model
 from revformer.probes import answer_scores, knockout_table, logit_lens, margins, residual_stream
 
-
-def _batch(n=6, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    digits = torch.randint(0, 10, (n, 6), generator=generator)
-    return split_inputs_labels(torch.tensor([encode(d) for d in digits]))
-
-
-def _no_hooks_left(model):
-    return all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
+from model_helpers import batch, no_hooks_left
 
 
 def test_residual_stream_and_logit_lens_follow_the_forward_pass():
     model = make_model(seed=3).double()
-    ids, _ = _batch()
+    ids, _ = batch()
     stream = residual_stream(model, ids)
     assert list(stream) == ["embeddings", "after attention 0", "after block 0", "after attention 1", "after block 1"]
     block = model.blocks[0]
@@ -32,7 +23,7 @@ def test_residual_stream_and_logit_lens_follow_the_forward_pass():
     lens = logit_lens(model, ids)
     torch.testing.assert_close(lens["after block 1"], model(ids)[0])
     torch.testing.assert_close(lens["after block 0"], model.lm_head(model.final_norm(stream["after block 0"])))
-    assert _no_hooks_left(model)
+    assert no_hooks_left(model)
     with pytest.raises(ValueError, match=r"ids must be a \[B,T\]"):
         residual_stream(model, ids[0])
     with pytest.raises(ValueError, match=r"ids must be a \[B,T\]"):
@@ -48,7 +39,7 @@ def test_margins_and_answer_scores():
     assert s.sequence_accuracy == 1.0 and s.loss == pytest.approx(torch.log1p(torch.exp(torch.tensor(-3.0))
                                                                                + torch.exp(torch.tensor(-4.0))).item())
     model = make_model(seed=8)
-    ids, labels = _batch()
+    ids, labels = batch()
     scored = answer_scores(model(ids)[0], labels)
     assert scored.margins.shape == (6, 7) and 0 <= scored.digit_accuracy <= 1
     with pytest.raises(ValueError, match="logits must be"):
@@ -63,7 +54,7 @@ def test_margins_and_answer_scores():
 
 def test_knockout_table_has_every_part_and_agrees_with_the_model():
     model = make_model(seed=9)
-    ids, labels = _batch(8)
+    ids, labels = batch(8)
     rows = knockout_table(model, ids, labels)
     assert len(rows) == 1 + 2 * 4 * 2 + 2 * 2 * 2
     assert rows[0]["part"] == "none"
@@ -76,6 +67,6 @@ def test_knockout_table_has_every_part_and_agrees_with_the_model():
         assert ffn["loss"] == pytest.approx(answer_scores(model(ids)[0], labels).loss)
     assert {(r["part"], r["ablation"]) for r in rows[1:]} == {(p, a) for p in ("head", "attention", "ffn")
                                                                for a in ("zero", "mean")}
-    assert _no_hooks_left(model) and model.training  # its mode is restored
+    assert no_hooks_left(model) and model.training  # its mode is restored
     with pytest.raises(ValueError, match="inputs and labels"):
         knockout_table(model, ids, labels[:, :7])

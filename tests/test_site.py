@@ -149,7 +149,7 @@ def _listings():
         3: [(ReversalTransformer.forward, "positions =", "x = self.token_embedding")],
         4: [(scaled_dot_product_attention,)],
         5: [(causal_mask,), (scaled_dot_product_attention, "if causal:", "scores = scores.masked_fill")],
-        6: [(MultiHeadSelfAttention,)],
+        6: [(MultiHeadSelfAttention, "def split_heads"), (MultiHeadSelfAttention, None, "self.out_proj =")],
         7: [(FeedForward,), (TransformerBlock,), (ReversalTransformer.forward,), (init_weights,)],
         8: [(train_model,), (evaluate_loss,)],
         9: [(generate,), (score,)],

@@ -36,7 +36,6 @@ from .train import batch_schedule, resolve_device, train_model
 
 MIN_DIGITS, MAX_DIGITS = 1, 8  # the lengths the model trains on
 MAX_LEN = 2 * MAX_DIGITS + 3  # 19 tokens: the longest sample, and the rows of the position table
-FIRST_TARGET = MIN_DIGITS + 1  # 2: the SEP of a one-digit question, the first position with a label
 GROUP = Group("mixed_lengths", 4, True)
 
 

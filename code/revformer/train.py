@@ -92,8 +92,10 @@ def _sync(device: torch.device) -> None:
 def make_optimizer(model, learning_rate: float) -> torch.optim.Adam:
     """``torch.optim.Adam`` over every parameter, with PyTorch's default betas and eps.
 
-    ``fused=True`` asks PyTorch for its one-kernel update, the same arithmetic
-    in fewer operations; it exists for parameters on a CPU or a CUDA GPU.
+    ``fused=True`` asks PyTorch for its one-kernel update: the same update
+    rule in fewer operations, rounded differently, so the weights differ from
+    the plain loop's in the last digits; it exists for parameters on a CPU or
+    a CUDA GPU.
     """
     device = next(model.parameters()).device
     return torch.optim.Adam(model.parameters(), lr=learning_rate, fused=device.type in ("cpu", "cuda"))
