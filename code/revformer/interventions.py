@@ -166,15 +166,8 @@ def zeroed_heads(model, heads):
     pairs = [tuple(pair) if isinstance(pair, list) else pair for pair in heads]
     if len(set(pairs)) != len(pairs):
         raise ValueError(f"each head may be named once, got {pairs!r}")
-    replacements = {}
-    for pair in pairs:
-        if not isinstance(pair, tuple) or len(pair) != 2 or isinstance(pair[0], bool) or not isinstance(pair[0], int):
-            raise ValueError(f"heads are (layer, head) pairs of ints, got {pair!r}")
-        layer = pair[0]
-        if not 0 <= layer < len(model.blocks):
-            raise ValueError(f"cannot zero head {pair}: the model has layers 0-{len(model.blocks) - 1}")
-        replacements[pair] = torch.zeros(model.blocks[layer].attention.head_dim)
-    return replaced_heads(model, replacements)
+    head_dim = model.blocks[0].attention.head_dim  # every layer has the same heads
+    return replaced_heads(model, {pair: torch.zeros(head_dim) for pair in pairs})  # it checks each pair
 
 
 def _check_sublayer(model, key) -> tuple[int, str]:
