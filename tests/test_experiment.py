@@ -467,3 +467,35 @@ def test_cli_reports_bad_device(capsys):
     with pytest.raises(SystemExit):
         cli.main(["reproduce", "--out", "x", "--device", "tpu"])
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_each_job_trains_on_its_own_data_and_batch_seed(small_config, tmp_path, monkeypatch):
+    """The controls of chapters 16-17 vary DataConfig.seed and batch_seed: each job draws its own."""
+    import dataclasses
+
+    import revformer.experiment as experiment
+    from revformer.data import make_splits
+    from revformer.experiment import load_or_train
+    from revformer.train import Budget, batch_schedule
+
+    seen = {}
+
+    def record(config, group, splits, schedule, device, progress):
+        seen[(config.data.seed, config.train.batch_seed)] = (splits.train.clone(), schedule.clone())
+        raise StopIteration  # nothing needs training for this test
+
+    other_data = dataclasses.replace(small_config, data=dataclasses.replace(small_config.data, seed=7))
+    other_batches = dataclasses.replace(small_config, train=dataclasses.replace(small_config.train, batch_seed=8))
+    monkeypatch.setattr(experiment, "speed_test", lambda *a, **k: Budget(100, 100, 0.01, 1.0, 1800.0, 3, "fake"))
+    monkeypatch.setattr(experiment, "train_group", record)
+    splits = make_splits(small_config.data, small_config.task)
+    for config in (small_config, other_data, other_batches):
+        with pytest.raises(StopIteration):
+            load_or_train(small_config, [(config, find_group("one_head"))], splits, torch.device("cpu"), tmp_path,
+                          progress=False, parallel=False)
+    for config in (small_config, other_data, other_batches):
+        train, schedule = seen[(config.data.seed, config.train.batch_seed)]
+        assert torch.equal(train, make_splits(config.data, config.task).train)
+        assert torch.equal(schedule, batch_schedule(train.size(0), config.train))
+    assert not torch.equal(seen[(7, 1234)][0], seen[(2024, 1234)][0])
+    assert not torch.equal(seen[(2024, 8)][1], seen[(2024, 1234)][1])

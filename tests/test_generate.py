@@ -154,3 +154,21 @@ def test_a_kv_cache_refuses_a_model_without_the_mask():
         with pytest.raises(ValueError, match="needs the causal mask.*stale"):
             generate(model, prompts, causal=causal, kv_cache=True)
     generate(make_model(causal=False), prompts, causal=True, kv_cache=True)  # masked for this call: fine
+
+
+def test_a_kv_cache_keeps_the_score_multiplier():
+    """The cache calls the attention function itself, so it must pass the layer's own scale."""
+    from revformer.config import ModelConfig
+
+    model = make_model(seed=5, config=ModelConfig(score_multiplier=3.0))
+    with torch.no_grad():  # larger weights than at the start, so that the scale matters
+        for p in model.parameters():
+            p.mul_(4)
+    prompts = torch.tensor([[10, 3, 1, 4, 2, 0, 5, 11], [10, 9, 9, 1, 0, 2, 7, 11]])
+    plain, plain_logits = generate(model, prompts, return_logits=True)
+    cached, cached_logits = generate(model, prompts, kv_cache=True, return_logits=True)
+    assert torch.equal(plain, cached) and torch.allclose(plain_logits, cached_logits, atol=1e-4)
+    for block in model.blocks:
+        block.attention.scale = 1 / 4  # the book's scale: other logits, so the cache did read it
+    _, other = generate(model, prompts, kv_cache=True, return_logits=True)
+    assert (other - cached_logits).abs().max() > 1e-3

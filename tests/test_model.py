@@ -128,3 +128,36 @@ def test_no_activation_is_changed_in_place():
     logits, weights = model(torch.randint(0, 13, (2, 14)))
     tensors = [t for t in outputs if isinstance(t, torch.Tensor)] + [logits, *weights]
     assert len(tensors) > 30 and all(t._version == 0 for t in tensors)
+
+
+def test_the_score_multiplier_scales_every_score_and_is_validated():
+    """A multiplier of 2 doubles every score before the softmax: the same weights as doubling q by hand."""
+    from revformer.attention import scaled_dot_product_attention
+
+    base = make_model(seed=3)
+    doubled = make_model(seed=3, config=ModelConfig(score_multiplier=2.0))
+    for x, y in zip(base.state_dict().values(), doubled.state_dict().values()):
+        assert torch.equal(x, y)  # the multiplier is not a parameter: same start
+    q, k, v = torch.randn(3, 2, 4, 14, 16).unbind(0)
+    _, by_hand = scaled_dot_product_attention(2 * q, k, v)
+    _, scaled = scaled_dot_product_attention(q, k, v, scale=2 / 4)
+    assert torch.allclose(by_hand, scaled, atol=1e-6)
+    ids = torch.randint(0, 13, (2, 14))
+    attention = doubled.blocks[0].attention
+    h = doubled.blocks[0].norm1(doubled.token_embedding(ids) + doubled.position_embedding(torch.arange(14)))
+    q, k = attention.split_heads(attention.q_proj(h)), attention.split_heads(attention.k_proj(h))
+    _, expected = scaled_dot_product_attention(2 * q, k, k)
+    assert torch.allclose(doubled(ids)[1][0], expected, atol=1e-6)
+    assert not torch.allclose(base(ids)[1][0], expected, atol=1e-6)
+    for bad in (0, -1.0, float("inf"), True, "2"):
+        with pytest.raises(ValueError, match="score_multiplier must be a positive finite number"):
+            ModelConfig(score_multiplier=bad)
+
+
+def test_a_one_block_model():
+    model = make_model(config=ModelConfig(num_layers=1))
+    assert len(model.blocks) == 1 and count_parameters(model) == 69_709 - 33_472
+    logits, weights = model(torch.randint(0, 13, (2, 14)))
+    assert logits.shape == (2, 14, 13) and len(weights) == 1
+    with pytest.raises(ValueError, match="num_layers must be a positive int"):
+        ModelConfig(num_layers=0)

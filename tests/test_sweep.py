@@ -75,3 +75,21 @@ def test_the_sweep_command_reports_bad_seeds(tmp_path):
     done = subprocess.run([sys.executable, "-m", "revformer", "sweep", "--out", str(tmp_path), "--seeds", "1,1"],
                           capture_output=True, text=True, timeout=300, env=dict(os.environ))
     assert done.returncode == 2 and "repeated" in done.stderr
+
+
+def test_sweep_rows_train_a_control_configuration(small_config, tmp_path):
+    """A control passes its own configuration (here one block); the rows carry the runs and their curves."""
+    import dataclasses
+
+    from revformer.config import group
+    from revformer.sweep import sweep_rows
+
+    one_block = dataclasses.replace(small_config, model=dataclasses.replace(small_config.model, num_layers=1))
+    rows = sweep_rows(one_block, seeds=[3], groups=[group("four_heads")], device="cpu", cache_dir=tmp_path,
+                      progress=False)
+    (row,) = rows
+    assert row["group"] == "four_heads" and row["seed"] == 3 and len(row["run"].model.blocks) == 1
+    assert row["curve"] == row["run"].curve and row["curve"][0][0] == 0
+    again = sweep_rows(one_block, seeds=[3], groups=[group("four_heads")], device="cpu", cache_dir=tmp_path,
+                       progress=False)
+    assert again[0]["run"].from_cache and again[0]["val_loss"] == row["val_loss"]

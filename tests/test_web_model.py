@@ -678,3 +678,13 @@ def test_browser_timings(experiment, browser):
     assert all(v > 0 for v in timings.values()) and timings["export_bytes"] <= web.MAX_EXPORT_BYTES
     with pytest.raises(ValueError, match="repeats"):
         web.browser_timings(experiment, repeats=0, browser=browser)
+
+
+def test_the_export_refuses_a_model_whose_scores_are_scaled():
+    """The browser's model divides scores by sqrt(Dh) only: a score_multiplier model would run wrong there."""
+    from revformer.config import ModelConfig
+    from revformer.model import make_model
+
+    assert web.weights_record({"four_heads": make_model(seed=0)})["groups"]["four_heads"]["config"]["heads"] == 4
+    with pytest.raises(ValueError, match="scales its scores by 2.0"):
+        web.weights_record({"sharp": make_model(seed=0, config=ModelConfig(score_multiplier=2.0))})

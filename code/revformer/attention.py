@@ -35,8 +35,11 @@ def softmax_over_keys(scores: torch.Tensor) -> torch.Tensor:
     return exp / exp.sum(dim=-1, keepdim=True)
 
 
-def scaled_dot_product_attention(q, k, v, causal: bool = True):
+def scaled_dot_product_attention(q, k, v, causal: bool = True, scale: float | None = None):
     """softmax(q k^T / sqrt(Dh), over the keys) v, with the causal mask if asked.
+
+    ``scale`` replaces 1/sqrt(Dh) when given, as in PyTorch's own
+    ``scaled_dot_product_attention`` (chapter 17's temperature control).
 
     ``q``, ``k``, ``v``: ``[B,H,T,Dh]``. Returns the output ``[B,H,T,Dh]`` and
     the weights ``[B,H,T,T]``, whose rows sum to 1.
@@ -52,7 +55,9 @@ def scaled_dot_product_attention(q, k, v, causal: bool = True):
             "q, k and v must have shape [B,H,T,Dh] (q may have fewer positions T), got "
             f"{list(q.shape)}, {list(k.shape)}, {list(v.shape)}"
         )
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [B,H,Tq,T]
+    if scale is None:
+        scale = 1 / math.sqrt(q.size(-1))
+    scores = q @ k.transpose(-2, -1) * scale  # [B,H,Tq,T]
     if causal:
         # -inf before the softmax: exp(-inf) = 0, and the visible keys are still
         # normalised to sum to 1. Zeroing weights after the softmax would leave
@@ -73,7 +78,8 @@ class MultiHeadSelfAttention(nn.Module):
     ``out_proj``.
     """
 
-    def __init__(self, d_model: int = 64, num_heads: int = 4, causal: bool = True):
+    def __init__(self, d_model: int = 64, num_heads: int = 4, causal: bool = True,
+                 score_multiplier: float = 1.0):
         super().__init__()
         for name, value in (("d_model", d_model), ("num_heads", num_heads)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -84,6 +90,7 @@ class MultiHeadSelfAttention(nn.Module):
         self.num_heads = num_heads
         self.head_dim = d_model // num_heads
         self.causal = causal
+        self.scale = score_multiplier / math.sqrt(self.head_dim)  # 1/sqrt(Dh) in the book's model
         self.q_proj = nn.Linear(d_model, d_model)
         self.k_proj = nn.Linear(d_model, d_model)
         self.v_proj = nn.Linear(d_model, d_model)
@@ -112,5 +119,5 @@ class MultiHeadSelfAttention(nn.Module):
         k = self.split_heads(self.k_proj(x))  # [B,H,T,Dh]
         v = self.split_heads(self.v_proj(x))  # [B,H,T,Dh]
         use_causal = self.causal if causal is None else causal
-        heads, weights = scaled_dot_product_attention(q, k, v, causal=use_causal)  # [B,H,T,Dh], [B,H,T,T]
+        heads, weights = scaled_dot_product_attention(q, k, v, use_causal, self.scale)  # [B,H,T,Dh], [B,H,T,T]
         return self.out_proj(self.merge_heads(heads)), weights  # [B,T,D], [B,H,T,T]

@@ -71,7 +71,12 @@ class TaskConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """The decoder-only Transformer: 2 Pre-LN blocks, d_model 64, 4 heads."""
+    """The decoder-only Transformer: 2 Pre-LN blocks, d_model 64, 4 heads.
+
+    ``num_layers`` and ``score_multiplier`` are also the switches of two
+    controls of "Going further": a one-block model (chapter 19) and attention
+    scores scaled up or down (chapter 17).
+    """
 
     vocab_size: int = 13
     max_positions: int = 15
@@ -81,6 +86,9 @@ class ModelConfig:
     d_ff: int = 128
     dropout: float = 0.0
     causal: bool = True
+    # A control of chapter 17: the attention scores are q.k / sqrt(Dh) times this
+    # (2 doubles every score, so every softmax is sharper). The book's model: 1.
+    score_multiplier: float = 1.0
 
     def __post_init__(self):
         for name in ("vocab_size", "max_positions", "d_model", "num_heads", "num_layers", "d_ff"):
@@ -94,6 +102,11 @@ class ModelConfig:
             f"dropout must be in [0, 1), got {self.dropout!r}",
         )
         _require(isinstance(self.causal, bool), f"causal must be a bool, got {self.causal!r}")
+        _require(
+            isinstance(self.score_multiplier, (int, float)) and not isinstance(self.score_multiplier, bool)
+            and 0.0 < self.score_multiplier < float("inf"),
+            f"score_multiplier must be a positive finite number, got {self.score_multiplier!r}",
+        )
 
     @property
     def head_dim(self) -> int:

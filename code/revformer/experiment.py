@@ -156,8 +156,8 @@ def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.
                   parallel: bool | None = None) -> tuple[Budget, list[Run]]:
     """The runs of ``jobs``, pairs ``(config, group)``, from the cache; the missing ones train into it.
 
-    ``config`` gives the training budget and the batch table that every job
-    shares. The full budget is used when every job is cached; otherwise the
+    ``config`` gives the training budget; each job trains on the splits and
+    the batch table of its own configuration (``splits`` are ``config``'s). The full budget is used when every job is cached; otherwise the
     speed test runs first and, if the projected time of the three groups is
     over the limit, every job trains (or loads) the lowered budget alike.
     Missing runs train side by side in worker processes on a multi-core CPU
@@ -189,10 +189,12 @@ def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.
                 raise RuntimeError(f"the worker for {g.name} (seed {c.train.seed}) wrote no usable cache file")
             runs[i].from_cache = False
     else:
-        schedule = batch_schedule(splits.train.size(0), config.train)[:steps]
         for i in missing:
             (c, g), key = jobs[i], keys[i]
-            runs[i] = train_group(c, g, splits, schedule, device, progress)
+            # a job with its own data or batch seed (a control of chapters 16-17) draws its own
+            job_splits = splits if c.data == config.data and c.task == config.task else make_splits(c.data, c.task)
+            schedule = batch_schedule(job_splits.train.size(0), c.train)[:steps]
+            runs[i] = train_group(c, g, job_splits, schedule, device, progress)
             save_run(cache_path(cache_dir, g, key), key, runs[i])
     return budget, runs
 

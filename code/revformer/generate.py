@@ -61,7 +61,7 @@ class KVCache:
                 k = torch.cat([self.keys[layer], k], dim=2)  # [B,H,T,Dh]
                 v = torch.cat([self.values[layer], v], dim=2)
             self.keys[layer], self.values[layer] = k, v
-            heads, _ = scaled_dot_product_attention(q, k, v, causal=True)  # the last t rows: [B,H,t,Dh]
+            heads, _ = scaled_dot_product_attention(q, k, v, True, attention.scale)  # the last t rows: [B,H,t,Dh]
             x = x + block.dropout(attention.out_proj(attention.merge_heads(heads)))
             x = x + block.dropout(block.ffn(block.norm2(x)))
         self.length = tokens.size(1)

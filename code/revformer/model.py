@@ -38,7 +38,8 @@ class TransformerBlock(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.norm1 = nn.LayerNorm(config.d_model)
-        self.attention = MultiHeadSelfAttention(config.d_model, config.num_heads, config.causal)
+        self.attention = MultiHeadSelfAttention(config.d_model, config.num_heads, config.causal,
+                                                config.score_multiplier)
         self.norm2 = nn.LayerNorm(config.d_model)
         self.ffn = FeedForward(config.d_model, config.d_ff)
         self.dropout = nn.Dropout(config.dropout)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from .analysis import next_answer_weight, reversal_weight
+from .analysis import evaluating, next_answer_weight, reversal_weight
 from .cache import default_cache_dir
 from .config import GROUPS, ExperimentConfig, default_seed
 from .data import make_splits, split_inputs_labels
@@ -74,10 +74,40 @@ def first_perfect_step(curve) -> int | None:
 @torch.inference_mode()
 def layer0_weights(model, inputs: torch.Tensor) -> tuple[float, float]:
     """Layer 0's weight on the reversal keys and on the next answer key, mean over heads and samples."""
-    model.eval()
-    _, weights = model(inputs.to(next(model.parameters()).device))
+    with evaluating(model):
+        _, weights = model(inputs.to(next(model.parameters()).device))
     maps = torch.stack([w.mean(dim=0) for w in weights]).cpu().numpy()  # [L,H,T,T], mean over samples
     return float(reversal_weight(maps)[0].mean()), float(next_answer_weight(maps)[0].mean())
+
+
+def sweep_rows(config: ExperimentConfig | None = None, seeds=None, groups=GROUPS, device="auto", cache_dir=None,
+               progress: bool | None = None) -> list[dict]:
+    """Train (or load) every group of ``groups`` for every seed of ``seeds`` under ``config``; one row a run.
+
+    Each row has the columns of ``seeds.csv``, plus ``curve`` (the run's
+    learning curve, ``(step, val_loss, val_sequence_accuracy)``) and ``run``
+    (its ``Run``, with the trained model). A control of "Going further" passes
+    its own ``config`` (one block, a score multiplier, another data or batch
+    seed); the runs are cached like the reproduction's.
+    """
+    seeds = parse_seeds(default_seeds() if seeds is None else seeds)
+    config = config or ExperimentConfig()
+    device = resolve_device(device)
+    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    splits = make_splits(config.data, config.task)
+    jobs = [(seed_config(config, seed), g) for seed in seeds for g in groups]
+    _, runs = load_or_train(config, jobs, splits, device, cache_dir, progress)
+    test_inputs, _ = split_inputs_labels(splits.test)
+    rows = []
+    for (c, g), run in zip(jobs, runs):
+        scores = score(generate(run.model, splits.prompts("test"), kv_cache=g.causal), splits.answers("test"))
+        reversal, next_answer = layer0_weights(run.model, test_inputs)
+        _, train_loss, val_loss = run.history[-1]
+        rows.append({"group": g.name, "seed": c.train.seed, "train_loss": train_loss, "val_loss": val_loss,
+                     "digit_accuracy": scores.digit_accuracy, "sequence_accuracy": scores.sequence_accuracy,
+                     "reversal_weight": reversal, "next_answer_weight": next_answer,
+                     "first_perfect_step": first_perfect_step(run.curve), "curve": run.curve, "run": run})
+    return rows
 
 
 def run_sweep(out_dir, seeds=None, config: ExperimentConfig | None = None, device="auto", cache_dir=None,
@@ -87,26 +117,10 @@ def run_sweep(out_dir, seeds=None, config: ExperimentConfig | None = None, devic
     Returns the rows of both files. The budget is the reproduction's: the
     full steps when every run is cached, otherwise what the speed test allows.
     """
-    seeds = parse_seeds(default_seeds() if seeds is None else seeds)
-    config = config or ExperimentConfig()
-    device = resolve_device(device)
-    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    splits = make_splits(config.data, config.task)
-    configs = {seed: seed_config(config, seed) for seed in seeds}
-    jobs = [(configs[seed], g) for seed in seeds for g in GROUPS]
-    _, runs = load_or_train(config, jobs, splits, device, cache_dir, progress)
-    test_inputs, _ = split_inputs_labels(splits.test)
-    seed_rows, curve_rows = [], []
-    for (c, g), run in zip(jobs, runs):
-        scores = score(generate(run.model, splits.prompts("test"), kv_cache=g.causal), splits.answers("test"))
-        reversal, next_answer = layer0_weights(run.model, test_inputs)
-        _, train_loss, val_loss = run.history[-1]
-        seed_rows.append({"group": g.name, "seed": c.train.seed, "train_loss": train_loss, "val_loss": val_loss,
-                          "digit_accuracy": scores.digit_accuracy, "sequence_accuracy": scores.sequence_accuracy,
-                          "reversal_weight": reversal, "next_answer_weight": next_answer,
-                          "first_perfect_step": first_perfect_step(run.curve)})
-        curve_rows += [{"group": g.name, "seed": c.train.seed, "step": step, "val_loss": loss,
-                        "val_sequence_accuracy": accuracy} for step, loss, accuracy in run.curve]
+    rows = sweep_rows(config, seeds, GROUPS, device, cache_dir, progress)
+    seed_rows = [{k: r[k] for k in SEEDS_HEADER} for r in rows]
+    curve_rows = [{"group": r["group"], "seed": r["seed"], "step": step, "val_loss": loss,
+                   "val_sequence_accuracy": accuracy} for r in rows for step, loss, accuracy in r["curve"]]
     out = Path(out_dir)
     write_csv(out / "seeds.csv", SEEDS_HEADER,
               [["" if r[k] is None else r[k] for k in SEEDS_HEADER] for r in seed_rows])
@@ -129,4 +143,4 @@ def read_seeds(path) -> list[dict]:
 
 
 __all__ = ["CURVES_HEADER", "SEEDS_HEADER", "default_seeds", "first_perfect_step", "parse_seeds", "read_seeds",
-           "run_sweep"]
+           "run_sweep", "sweep_rows"]

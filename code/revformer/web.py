@@ -89,6 +89,9 @@ def weights_record(experiment) -> dict:
         causal = {bool(block.attention.causal) for block in model.blocks}
         if len(causal) != 1:
             raise ValueError(f"group {name!r}: its layers disagree about the mask; the export needs one setting")
+        if c.score_multiplier != 1:
+            raise ValueError(f"group {name!r} scales its scores by {c.score_multiplier}; the browser's model "
+                             "divides them by sqrt(Dh) only, so export a model with score_multiplier=1")
         record["groups"][name] = {
             "config": {"heads": c.num_heads, "layers": c.num_layers, "d_model": c.d_model, "d_ff": c.d_ff,
                        "vocab": c.vocab_size, "positions": c.max_positions, "causal": causal.pop()},
