@@ -108,3 +108,45 @@ def test_the_key_is_not_the_packages_and_follows_the_seed():
     assert L.mixed_key(config, "cpu") != cache_key(config, L.GROUP, config.train.steps, "cpu")
     assert L.mixed_key(config, "cpu") != L.mixed_key(L.mixed_config(seed=2), "cpu")
     assert L.mixed_config().train.seed == L.mixed_config(seed=None).train.seed
+
+
+def test_a_held_out_length_is_left_out_of_training_and_validation_only():
+    data = DataConfig(train_size=800, val_size=160, test_size=20, seed=3)
+    full, held = L.make_mixed_splits(data), L.make_mixed_splits(data, held_out_lengths=(5,))
+    assert held.lengths == (1, 2, 3, 4, 6, 7, 8) and full.lengths == tuple(range(1, 9))
+    assert held.train.shape == (700, 19) and held.val.shape == (140, 19)
+    for split_full, split_held in ((full.train, held.train), (full.val, held.val)):
+        n_held = (split_held == SEP).int().argmax(dim=1) - 1
+        n_full = (split_full == SEP).int().argmax(dim=1) - 1
+        assert 5 not in n_held.tolist()
+        # the other lengths' samples are the very ones drawn with none held out
+        assert sorted(map(tuple, split_held.tolist())) == sorted(map(tuple, split_full[n_full != 5].tolist()))
+    assert all(torch.equal(full.test[n], held.test[n]) for n in full.test)  # the same test questions
+
+
+def test_mixed_config_validates_the_held_out_lengths():
+    config = L.mixed_config(held_out_lengths=[6, 5])
+    assert isinstance(config, L.MixedConfig) and config.held_out_lengths == (5, 6)
+    assert config.to_dict()["held_out_lengths"] == (5, 6)  # so it is part of the cache key
+    assert L.mixed_config().held_out_lengths == ()
+    assert dataclasses.replace(config, train=config.train).held_out_lengths == (5, 6)
+    with pytest.raises(ValueError, match="9 is not one of the trained lengths 1-8"):
+        L.mixed_config(held_out_lengths=(9,))
+    with pytest.raises(ValueError, match="not one of the trained lengths"):
+        L.mixed_config(held_out_lengths=(0,))
+    with pytest.raises(ValueError, match="leaves no length to train on"):
+        L.mixed_config(held_out_lengths=tuple(range(1, 9)))
+    with pytest.raises(ValueError, match="twice"):
+        L.mixed_config(held_out_lengths=(5, 5))
+    with pytest.raises(ValueError, match="tuple of lengths"):
+        L.mixed_config(held_out_lengths=5)
+    with pytest.raises(ValueError, match="not one of the trained lengths"):
+        L.make_mixed_splits(DataConfig(train_size=80, val_size=16, test_size=2, seed=3), held_out_lengths=(9,))
+
+
+def test_the_key_follows_the_held_out_lengths_and_train_mixed_needs_a_mixed_config(tmp_path):
+    from revformer.config import ExperimentConfig
+
+    assert L.mixed_key(L.mixed_config(), "cpu") != L.mixed_key(L.mixed_config(held_out_lengths=(5,)), "cpu")
+    with pytest.raises(TypeError, match="MixedConfig"):
+        L.train_mixed(ExperimentConfig(), device="cpu", cache_dir=tmp_path, progress=False)

@@ -39,6 +39,14 @@ def test_every_cell_has_its_own_id(name):
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
+def test_no_chapter_repeats_a_heading(name):
+    """A heading met twice is a stale draft left beside its rewrite (chapter 15 once asked its question 6 twice)."""
+    headings = [line.strip() for cell in load_notebook(name)["cells"] if cell["cell_type"] == "markdown"
+                for line in re.sub(r"```.*?```", "", source(cell), flags=re.S).splitlines() if re.match(r"#{1,6} ", line)]
+    assert len(headings) == len(set(headings)), sorted({h for h in headings if headings.count(h) > 1})
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
 def test_colab_metadata_and_setup_cell(name):
     nb = load_notebook(name)
     assert nb["metadata"]["accelerator"] == "GPU"
@@ -93,3 +101,16 @@ def test_chapter_shape(name):
     if number in EXERCISE_CHAPTERS:
         assert any("## Try it yourself" in t for t in text)
         assert any(re.search(r"\bcheck_\w+\(", t) for t in text)
+
+
+@pytest.mark.parametrize("name", ["book/16_seeds", "book/17_learning_curves"])
+def test_the_seed_chapters_compare_groups_by_pairs_and_run_their_controls(name):
+    """Issue 21: groups are compared seed by seed (revformer.stats.paired), not by overlapping ranges;
+    chapter 16 trains the batch-order and data-draw control that chapter 17 loads, and 17 the temperature control."""
+    text = "\n".join(source(c) for c in load_notebook(name)["cells"])
+    assert "paired(" in text and "paired_table(" in text
+    for criterion in ("within the spread", "def verdict(", "**separated**"):  # the min-max criterion's words
+        assert criterion not in text, criterion
+    assert "order_and_draw(exp.config)" in text
+    if name.endswith("17_learning_curves"):
+        assert "scaled_scores(exp.config, 2.0, steps=100)" in text and "scaled_scores(exp.config, 0.5, steps=100)" in text

@@ -2,9 +2,11 @@ import pytest
 import torch
 
 from revformer.data import IGNORE_INDEX
-from revformer.interventions import replaced_sublayers, zeroed_heads
+from revformer.generate import generate, score
+from revformer.interventions import head_outputs, replaced_sublayers, sublayer_outputs, zeroed_heads
 from revformer.model import make_model
-from revformer.probes import answer_scores, knockout_table, logit_lens, margins, residual_stream
+from revformer.probes import (answer_scores, direct_logit_attribution, head_writes, knockout_table, logit_lens, margins,
+                              residual_stream)
 
 from model_helpers import batch, no_hooks_left
 
@@ -70,3 +72,69 @@ def test_knockout_table_has_every_part_and_agrees_with_the_model():
     assert no_hooks_left(model) and model.training  # its mode is restored
     with pytest.raises(ValueError, match="inputs and labels"):
         knockout_table(model, ids, labels[:, :7])
+
+
+def test_knockout_table_generation_runs_under_the_same_hooks():
+    model = make_model(seed=4)
+    ids, labels = batch(8)
+    rows = knockout_table(model, ids, labels, generation=True)
+    assert all("generated_sequence_accuracy" in r for r in rows)
+    row = next(r for r in rows if (r["part"], r["layer"], r["head"], r["ablation"]) == ("head", 0, 1, "zero"))
+    with zeroed_heads(model, [(0, 1)]):
+        expected = score(generate(model, ids[:, :8], kv_cache=False), labels[:, 7:]).sequence_accuracy
+    assert row["generated_sequence_accuracy"] == expected
+    assert "generated_sequence_accuracy" not in knockout_table(model, ids, labels)[0]
+    assert no_hooks_left(model)
+
+
+def test_head_writes_add_up_to_the_attention_output():
+    model = make_model(seed=5).double()
+    ids, _ = batch()
+    writes = head_writes(model, ids)
+    outputs = sublayer_outputs(model, ids)
+    assert len(writes) == 2 and writes[0].shape == (6, 4, 14, 64)
+    for layer, w in enumerate(writes):
+        bias = model.blocks[layer].attention.out_proj.bias
+        torch.testing.assert_close(w.sum(dim=1) + bias, outputs[(layer, "attention")])
+    with zeroed_heads(model, [(1, 3)]):  # a zeroed head writes nothing
+        assert head_writes(model, ids)[1][:, 3].abs().max() == 0
+    assert no_hooks_left(model)
+
+
+def test_direct_logit_attribution_adds_up_to_the_margin():
+    model = make_model(seed=6).double()
+    with torch.no_grad():  # a non-trivial LayerNorm and head, as after training
+        model.final_norm.weight.uniform_(0.5, 1.5)
+        model.final_norm.bias.normal_()
+        model.lm_head.bias.normal_()
+    ids, labels = batch(5)
+    parts = direct_logit_attribution(model, ids, labels)
+    assert len(parts) == 1 + 2 * (4 + 2) + 1 and all(v.shape == (5, 7) for v in parts.values())
+    assert {k[0] for k in parts} == {"embeddings", "head", "bias", "ffn", "final"}
+    logits = model(ids)[0][:, 7:]
+    torch.testing.assert_close(sum(parts.values()), margins(logits, labels[:, 7:]))
+    # one head by hand: its write, centred, over the actual stream's scale, onto right minus rival
+    x = residual_stream(model, ids)["after block 1"][:, 7:]
+    sigma = (x.var(dim=-1, unbiased=False, keepdim=True) + model.final_norm.eps).sqrt()
+    outs = model.blocks[0].attention.out_proj
+    o = head_outputs(model, ids)[0][:, 2, 7:]  # [B,P,16]
+    c = o @ outs.weight[:, 32:48].T
+    y = labels[:, 7:]
+    rival = logits.scatter(-1, y.unsqueeze(-1), float("-inf")).argmax(dim=-1)
+    d = model.lm_head.weight[y] - model.lm_head.weight[rival]
+    by_hand = (d * model.final_norm.weight * (c - c.mean(dim=-1, keepdim=True)) / sigma).sum(dim=-1)
+    torch.testing.assert_close(parts[("head", 0, 2)], by_hand)
+    assert no_hooks_left(model)
+    with pytest.raises(ValueError, match="ids and labels"):
+        direct_logit_attribution(model, ids, labels[:, :7])
+
+
+def test_direct_logit_attribution_of_a_one_block_model():
+    from revformer.config import ModelConfig
+
+    model = make_model(seed=7, config=ModelConfig(num_layers=1)).double()
+    ids, labels = batch(4)
+    parts = direct_logit_attribution(model, ids, labels)
+    assert len(parts) == 1 + 4 + 2 + 1
+    torch.testing.assert_close(sum(parts.values()), margins(model(ids)[0][:, 7:], labels[:, 7:]))
+    assert len(head_writes(model, ids)) == 1

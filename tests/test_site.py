@@ -136,6 +136,12 @@ def test_explorers_run_the_model_from_the_site_itself(name):
     assert size <= 1_500_000, f"the model for the browser adds {size:,} bytes to the site"
 
 
+def test_the_playground_says_what_each_try_shows_and_grades_a_question():
+    html = page("book/playground").read_text(encoding="utf-8")
+    assert "What this build’s models do" in html or "What this build's models do" in html
+    assert 'class="rf-quiz"' in html
+
+
 def _listings():
     """Chapter -> the package code it must show (issue: the reader reads the model)."""
     from revformer.attention import MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention
@@ -177,3 +183,17 @@ def test_each_concept_chapter_shows_the_real_source_it_teaches(chapter):
         text = flat(show_source(*args).text)
         assert any(text in listing for listing in shown), \
             f"{name} does not show the package's source of {args[0].__qualname__}"
+
+
+def test_every_exercise_shows_its_solution_collapsed():
+    """A solution is a cell's output: a solution call that is not displayed leaves the page without it."""
+    from book_facts import EXERCISE_CHAPTERS
+
+    for name in chapter_files():
+        html = page(name).read_text()
+        shown = html.count('<details class="rf-solution">')
+        if chapter_number(name) in EXERCISE_CHAPTERS:
+            assert shown >= 1, f"{name}: the exercise's solution is not on the page (display(show_solution(...)))"
+            assert "Show the solution" in html
+        else:
+            assert shown == 0, f"{name} shows a solution but is not in EXERCISE_CHAPTERS"

@@ -88,11 +88,14 @@ def prefix_logit_change(model, inputs: torch.Tensor, causal: bool | None = None,
     """Largest absolute change of the prefix logits (positions 0-7, all 13 classes)
     when the future answer digits of ``inputs`` ``[B,14]`` are changed.
 
-    With a working causal mask this is exactly 0 here: no prefix position can
-    read the future, and both passes run the same shapes through the same
-    deterministic kernels, so even the rounding is the same. (The prefix run
-    alone, at another length, may differ by float32 rounding, a few 1e-6:
-    other shapes can round in another order.) Without the mask it is far from 0.
+    With a working causal mask this is exactly 0 on deterministic kernels (the
+    CPU's): no prefix position can read the future, and both passes run the
+    same shapes through the same kernels, so even the rounding is the same.
+    Two *routes* to the same logits are not held to that: the prompt run alone
+    against inside 14 tokens, or generation with the KV cache against
+    recomputing, may differ by a few float32 steps, since other shapes can
+    group a sum in another order (chapter 11 measures both, in float32 and
+    float64). Without the mask the change is far from 0.
     """
     with evaluating(model):
         device = next(model.parameters()).device

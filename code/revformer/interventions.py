@@ -118,8 +118,9 @@ def replaced_heads(model, replacements: dict):
 
     ``replacements`` maps ``(layer, head)`` to the output that head hands on
     instead: ``[T,Dh]`` (one vector per position) or ``[Dh]``. Its mean over a
-    data set gives *mean ablation*, which keeps the output projection's input
-    near what it saw in training; zeros give ``zeroed_heads``.
+    data set gives *mean ablation*: it removes what the head says about this
+    sample and keeps its average (a vector the head need not ever output);
+    zeros give ``zeroed_heads``, which also removes that average.
     """
     blocks = model.blocks
     by_layer: dict[int, dict[int, torch.Tensor]] = {}

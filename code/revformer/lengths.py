@@ -15,9 +15,11 @@ loss sees exactly the ``n + 1`` answer targets of each sample::
 The model is the book's (``ModelConfig``), with a position table of 19 rows:
 the longest sample's input uses 18 of them, as the six-digit input uses 14 of
 15. The package's ``TaskConfig`` knows six digits only, so the configuration
-keeps it and records the mixed data in its ``DataConfig`` (sizes and seed):
-with the group name ``mixed_lengths`` and a hash of this file, that makes the
-cache key of the trained model (``revformer.cache``).
+(``MixedConfig``) keeps it and records the mixed data in its ``DataConfig``
+(sizes and seed) and in ``held_out_lengths``, the lengths left out of training
+(chapter 21's control holds out 5): with the group name ``mixed_lengths`` and a
+hash of this file, that makes the cache key of the trained model
+(``revformer.cache``).
 """
 from __future__ import annotations
 
@@ -84,6 +86,45 @@ def _draw(generator, n: int, count: int, exclude=frozenset()) -> list[int]:
     return drawn[:count]
 
 
+def trained_lengths(held_out_lengths=()) -> tuple[int, ...]:
+    """The lengths 1-8 a model trains on once ``held_out_lengths`` are left out; a ValueError if that is wrong.
+
+    Each held-out length must be one of 1-8 (nine digits are never trained
+    anyway), none twice, and at least one length must be left to train on.
+    """
+    lengths = tuple(range(MIN_DIGITS, MAX_DIGITS + 1))
+    held = tuple(held_out_lengths)
+    for n in held:
+        if isinstance(n, bool) or not isinstance(n, int) or n not in lengths:
+            raise ValueError(f"held-out length {n!r} is not one of the trained lengths "
+                             f"{MIN_DIGITS}-{MAX_DIGITS}: only a length that is trained can be held out")
+    if len(set(held)) != len(held):
+        raise ValueError(f"held_out_lengths names a length twice: {held!r}")
+    kept = tuple(n for n in lengths if n not in held)
+    if not kept:
+        raise ValueError(f"holding out {held!r} leaves no length to train on")
+    return kept
+
+
+@dataclass(frozen=True)
+class MixedConfig(ExperimentConfig):
+    """The package's ``ExperimentConfig`` and the lengths left out of training and validation.
+
+    ``held_out_lengths=()`` trains on every length 1-8; ``(5,)`` on 1-4 and
+    6-8 (chapter 21's control). It is part of ``to_dict``, so of the cache key.
+    """
+
+    held_out_lengths: tuple = ()
+
+    def __post_init__(self):
+        super().__post_init__()
+        if isinstance(self.held_out_lengths, (str, bytes)) or not hasattr(self.held_out_lengths, "__iter__"):
+            raise ValueError(f"held_out_lengths must be a tuple of lengths, got {self.held_out_lengths!r}")
+        held = tuple(self.held_out_lengths)
+        trained_lengths(held)  # raises on a length that is not trained, or on none left
+        object.__setattr__(self, "held_out_lengths", tuple(sorted(held)))
+
+
 @dataclass(frozen=True)
 class MixedSplits:
     """Padded training and validation samples ``[N,19]``; per length, the test questions ``[M,n]``.
@@ -91,24 +132,32 @@ class MixedSplits:
     ``test[n]`` holds distinct questions of ``n`` digits, for n = 1 to 9. For
     n <= 2 they are every question there is (10 and 100), so the training
     set holds them too; from n = 3 on they are held out from training and
-    validation. Nine digits never occur in training.
+    validation. Nine digits never occur in training, nor do ``lengths``'
+    missing ones (the held-out lengths).
     """
 
     train: torch.Tensor
     val: torch.Tensor
     test: dict
+    lengths: tuple = tuple(range(MIN_DIGITS, MAX_DIGITS + 1))  # the lengths in train and val
 
     def held_out(self, n: int) -> bool:
+        """Whether the test questions of ``n`` digits are kept out of training (all of them, n >= 3)."""
         return len(self.test[n]) < 10 ** n
 
 
-def make_mixed_splits(data: DataConfig) -> MixedSplits:
+def make_mixed_splits(data: DataConfig, held_out_lengths=()) -> MixedSplits:
     """Training and validation samples, an equal share of each length 1-8; test questions of 1-9 digits.
 
     ``data.test_size`` is the number of test questions per length (at most
     all of them); the draws come from a private generator seeded with
     ``data.seed``, so every seed of the weights trains on the same data.
+    ``held_out_lengths`` drops those lengths' samples from training and
+    validation after the same draws, so the other lengths' samples are the
+    same, in the same order, as with none held out (each held-out length
+    shrinks the splits by an eighth).
     """
+    kept = trained_lengths(held_out_lengths)
     generator = torch.Generator().manual_seed(data.seed)
     test, exclude = {}, {}
     for n in range(MIN_DIGITS, MAX_DIGITS + 2):
@@ -125,17 +174,19 @@ def make_mixed_splits(data: DataConfig) -> MixedSplits:
 
     def split(size):
         per_length = size // (MAX_DIGITS - MIN_DIGITS + 1)
-        samples = [sample(_digits(x, n)) for n in range(MIN_DIGITS, MAX_DIGITS + 1)
-                   for x in _draw(generator, n, per_length, exclude[n])]
-        order = torch.randperm(len(samples), generator=generator)  # lengths mixed within a batch
-        return pad(samples)[order]
+        drawn = [(n, sample(_digits(x, n))) for n in range(MIN_DIGITS, MAX_DIGITS + 1)
+                 for x in _draw(generator, n, per_length, exclude[n])]
+        order = torch.randperm(len(drawn), generator=generator).tolist()  # lengths mixed within a batch
+        return pad([drawn[i][1] for i in order if drawn[i][0] in kept])  # held-out lengths dropped
 
-    return MixedSplits(train=split(data.train_size), val=split(data.val_size), test=test)
+    return MixedSplits(train=split(data.train_size), val=split(data.val_size), test=test, lengths=kept)
 
 
 def mixed_config(steps: int = 1500, seed: int | None = None, learning_rate: float = 1e-3,
-                 batch_size: int = 128) -> ExperimentConfig:
+                 batch_size: int = 128, held_out_lengths=()) -> MixedConfig:
     """The book's model with a position table of 19, on the mixed data; ``seed=None``: the build's.
+
+    ``held_out_lengths=(5,)``: the same run without five-digit samples.
 
     A learning rate a third of the book's and batches twice its size: with the
     book's 3e-3 and 64, this longer task's loss jumped back up now and then
@@ -146,27 +197,30 @@ def mixed_config(steps: int = 1500, seed: int | None = None, learning_rate: floa
                         learning_rate=learning_rate)
     if seed is not None:
         train = dataclasses.replace(train, seed=seed)
-    return ExperimentConfig(model=ModelConfig(max_positions=MAX_LEN), train=train,
-                            data=DataConfig(train_size=8000, val_size=800, test_size=200, seed=2025))
+    return MixedConfig(model=ModelConfig(max_positions=MAX_LEN), train=train,
+                       data=DataConfig(train_size=8000, val_size=800, test_size=200, seed=2025),
+                       held_out_lengths=held_out_lengths)
 
 
-def mixed_key(config: ExperimentConfig, device) -> str:
+def mixed_key(config: MixedConfig, device) -> str:
     """The package's cache key of the run, with this file's own hash folded in."""
     own = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
     return hashlib.sha256(f"{cache_key(config, GROUP, config.train.steps, device)}:{own}".encode()).hexdigest()
 
 
-def train_mixed(config: ExperimentConfig | None = None, device="auto", cache_dir=None,
+def train_mixed(config: MixedConfig | None = None, device="auto", cache_dir=None,
                 progress: bool | None = None) -> Run:
     """The model trained on mixed lengths: from the cache, or trained (and cached) here."""
     config = config or mixed_config()
+    if not isinstance(config, MixedConfig):
+        raise TypeError(f"train_mixed needs a MixedConfig (lengths.mixed_config()), got {type(config).__name__}")
     device = resolve_device(device)
     key = mixed_key(config, device)
     path = cache_path(cache_dir if cache_dir is not None else default_cache_dir(), GROUP, key)
     run = load_run(path, key, config, GROUP, device)
     if run is not None:
         return run
-    splits = make_mixed_splits(config.data)
+    splits = make_mixed_splits(config.data, config.held_out_lengths)
     train_x, train_y = inputs_labels(splits.train)
     val_x, val_y = inputs_labels(splits.val)
     model = make_model(GROUP.num_heads, config.train.seed, GROUP.causal, config.model, device)

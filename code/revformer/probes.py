@@ -7,6 +7,12 @@
   right logit over the best wrong one at every supervised position.
 - ``knockout_table``: every head, every layer's attention and every
   feed-forward, each taken away alone, zeroed and mean-ablated.
+- ``head_writes``: what each head adds to the stream through its slice of the
+  output projection, ``[B,H,T,D]`` per layer.
+- ``direct_logit_attribution``: the stream at the end is a sum of parts (the
+  embeddings, every head's write, every FFN's output, the biases); each
+  part's direct share of the margin, read through the final LayerNorm with
+  the scale of the actual stream and the head. The shares add up to the margin.
 
 Everything here runs the model's own forward pass and changes it only through
 hooks (``revformer.interventions``), which are removed again when a call returns.
@@ -19,7 +25,8 @@ import torch
 import torch.nn.functional as F
 
 from .analysis import evaluating
-from .data import IGNORE_INDEX
+from .data import IGNORE_INDEX, PROMPT_LEN
+from .generate import generate, score
 from .interventions import PARTS, head_outputs, replaced_heads, replaced_sublayers, sublayer_outputs, zeroed_heads
 
 
@@ -104,7 +111,7 @@ def answer_scores(logits: torch.Tensor, labels: torch.Tensor) -> AnswerScores:
 
 
 @torch.no_grad()
-def knockout_table(model, inputs: torch.Tensor, labels: torch.Tensor) -> list[dict]:
+def knockout_table(model, inputs: torch.Tensor, labels: torch.Tensor, generation: bool = False) -> list[dict]:
     """Each head, each layer's attention and each feed-forward taken away alone.
 
     One row for the model as it is (``part`` ``"none"``), then one per part
@@ -113,7 +120,10 @@ def knockout_table(model, inputs: torch.Tensor, labels: torch.Tensor) -> list[di
     ``inputs``, position by position). Rows hold ``part``, ``layer``, ``head``
     (None but for heads), ``ablation``, ``loss``, ``digit_accuracy``,
     ``sequence_accuracy`` and ``min_margin``, all teacher-forced on
-    ``inputs`` ``[B,T]`` against ``labels`` ``[B,T]``.
+    ``inputs`` ``[B,T]`` against ``labels`` ``[B,T]``. With
+    ``generation=True`` each row also holds ``generated_sequence_accuracy``:
+    greedy generation from the prompts ``inputs[:, :8]`` under the same hooks
+    (``kv_cache=False``, which the hooks require), scored against ``labels[:, 7:]``.
     """
     if not isinstance(inputs, torch.Tensor) or inputs.dim() != 2 or labels.shape != inputs.shape:
         raise ValueError(f"inputs and labels must be [B,T] tensors of one shape, got "
@@ -129,6 +139,9 @@ def knockout_table(model, inputs: torch.Tensor, labels: torch.Tensor) -> list[di
         rows.append({"part": part, "layer": layer, "head": head, "ablation": ablation, "loss": s.loss,
                      "digit_accuracy": s.digit_accuracy, "sequence_accuracy": s.sequence_accuracy,
                      "min_margin": s.min_margin})
+        if generation:  # still inside the caller's with block: the same part is taken out
+            tokens = generate(model, ids[:, :PROMPT_LEN], kv_cache=False)
+            rows[-1]["generated_sequence_accuracy"] = score(tokens, labels[:, PROMPT_LEN - 1:]).sequence_accuracy
 
     with evaluating(model):
         add("none", None, None, "none", model(ids)[0])
@@ -146,4 +159,69 @@ def knockout_table(model, inputs: torch.Tensor, labels: torch.Tensor) -> list[di
     return rows
 
 
-__all__ = ["AnswerScores", "answer_scores", "knockout_table", "logit_lens", "margins", "residual_stream"]
+@torch.no_grad()
+def head_writes(model, ids: torch.Tensor) -> list[torch.Tensor]:
+    """What each head adds to the stream: ``W_O^(h) o_h``, one ``[B,H,T,D]`` per layer.
+
+    ``out_proj`` reads the heads side by side, so its weight ``[D,D]`` cut
+    into ``H`` column blocks ``[D,Dh]`` gives each head's share of its output;
+    the shares plus ``out_proj``'s bias are the attention's output.
+    """
+    writes = []
+    for block, outs in zip(model.blocks, head_outputs(model, ids)):  # outs: [B,H,T,Dh]
+        attention = block.attention
+        weight = attention.out_proj.weight.view(-1, attention.num_heads, attention.head_dim)  # [D,H,Dh]
+        writes.append(torch.einsum("bhtk,dhk->bhtd", outs, weight))
+    return writes
+
+
+@torch.no_grad()
+def direct_logit_attribution(model, ids: torch.Tensor, labels: torch.Tensor) -> dict[tuple, torch.Tensor]:
+    """Each part's direct share of the margin at every graded position: ``{part: [B,P]}``.
+
+    The stream at the end, ``x`` ``[B,T,D]``, is a sum of parts: the
+    embeddings, each head's write (``head_writes``), each attention's
+    ``out_proj`` bias and each FFN's output. The final LayerNorm is
+    ``gamma * (x - mean(x)) / sigma(x) + beta``; with ``sigma`` the scale of
+    the actual ``x``, held fixed (the usual choice), it is linear in the parts.
+    A part ``c`` then moves the margin by ``(W_U[y] - W_U[r]) . (gamma * (c - mean(c)) / sigma)``,
+    with ``y`` the right token and ``r`` its strongest rival in the model's
+    own logits. Keys: ``("embeddings", None, None)``, ``("head", layer, head)``,
+    ``("bias", layer, None)`` (``out_proj``'s), ``("ffn", layer, None)`` and
+    ``("final", None, None)`` (``beta`` and the head's bias). The shares add
+    up to ``margins`` of the model's logits. Direct means through the
+    residual path only: what a part changes in later layers is not counted.
+    """
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or labels.shape != ids.shape:
+        raise ValueError(f"ids and labels must be [B,T] tensors of one shape, got "
+                         f"{getattr(ids, 'shape', ids)!r} and {getattr(labels, 'shape', labels)!r}")
+    device = next(model.parameters()).device
+    ids = ids.to(device)
+    graded = (labels != IGNORE_INDEX)[0].nonzero().flatten().to(device)  # the graded positions [P]
+    targets = labels.to(device)[:, graded]  # [B,P]
+    stream = residual_stream(model, ids)
+    x = stream[f"after block {len(model.blocks) - 1}"][:, graded]  # [B,P,D]
+    norm, head = model.final_norm, model.lm_head
+    sigma = (x.var(dim=-1, unbiased=False, keepdim=True) + norm.eps).sqrt()  # [B,P,1]
+    logits = head(norm(x))  # [B,P,13]
+    rival = logits.scatter(-1, targets.unsqueeze(-1), float("-inf")).argmax(dim=-1)  # [B,P]
+    direction = head.weight[targets] - head.weight[rival]  # [B,P,D]: W_U[y] - W_U[r]
+
+    def share(c):  # [B,P,D] -> [B,P]
+        return (direction * norm.weight * (c - c.mean(dim=-1, keepdim=True)) / sigma).sum(dim=-1)
+
+    parts = {("embeddings", None, None): share(stream["embeddings"][:, graded])}
+    ffn_out = sublayer_outputs(model, ids)
+    for layer, writes in enumerate(head_writes(model, ids)):
+        for h in range(writes.size(1)):
+            parts[("head", layer, h)] = share(writes[:, h][:, graded])
+        bias = model.blocks[layer].attention.out_proj.bias
+        parts[("bias", layer, None)] = share(bias.expand_as(x))
+        parts[("ffn", layer, None)] = share(ffn_out[(layer, "ffn")][:, graded])
+    parts[("final", None, None)] = ((direction * norm.bias).sum(dim=-1)
+                                    + head.bias[targets] - head.bias[rival])
+    return parts
+
+
+__all__ = ["AnswerScores", "answer_scores", "direct_logit_attribution", "head_writes", "knockout_table",
+           "logit_lens", "margins", "residual_stream"]

@@ -3,11 +3,14 @@
 The rows are those of ``revformer.sweep``: ``seeds.csv`` (one row per group
 and seed) and ``learning_curves.csv`` (one row per group, seed and recorded
 step). Nothing here computes a result; it only lays out the rows: a table of
-mean and min-max per group, a strip plot with one dot a seed, and the
-learning curves with one line a seed. Groups keep the colours of
-``revformer.plots.GROUP_COLORS``.
+mean and min-max per group, a strip plot with one dot a seed, the learning
+curves with one line a seed, a paired slope chart (one line a seed across
+groups or controls) and a table of paired comparisons (``revformer.stats``).
+Groups keep the colours of ``revformer.plots.GROUP_COLORS``.
 """
 from __future__ import annotations
+
+import math
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -67,12 +70,18 @@ def spread_table(rows, measures) -> str:
     return "\n".join(lines)
 
 
-def plot_seed_strips(rows, measures, highlight_seed=None, log_measures=(), columns=3):
+# measures recorded on a grid: the strip plot puts a tick on every grid value and no line between them
+GRID_MEASURES = {"first_perfect_step": 10}
+
+
+def plot_seed_strips(rows, measures, highlight_seed=None, log_measures=(), columns=3, grids=GRID_MEASURES):
     """One panel per measure: a dot per seed, a column per group, a bar at the group's mean.
 
     The dots of one group are spread sideways by seed (the same offset for a
     seed in every panel) so that equal values stay visible; the build's seed
-    (``highlight_seed``) is drawn as a ring.
+    (``highlight_seed``) is drawn as a ring. A measure of ``grids`` (the
+    first perfect step, recorded every 10 steps) gets a tick at each grid
+    value it can take, from one below its smallest to one above its largest.
     """
     groups, seeds = groups_of(rows), seeds_of(rows)
     rows_n = -(-len(measures) // columns)
@@ -97,6 +106,14 @@ def plot_seed_strips(rows, measures, highlight_seed=None, log_measures=(), colum
         ax.set_title(MEASURES[measure][0], fontsize=9)
         if measure in log_measures:
             ax.set_yscale("log")
+        if measure in grids:
+            known = [x for g in groups for x in values(rows, measure, g) if x is not None]
+            step = grids[measure]
+            if known:
+                ticks = np.arange(min(known) - step, max(known) + 2 * step, step)
+                ax.set_yticks(ticks)
+                ax.set_ylim(ticks[0] - step / 2, ticks[-1] + step / 2)
+            ax.set_title(f"{MEASURES[measure][0]} (recorded every {step})", fontsize=9)
         ax.grid(alpha=0.3, axis="y")
     for ax in list(axes.flat)[len(measures):]:
         ax.axis("off")
@@ -128,5 +145,68 @@ def plot_learning_curves(curve_rows, measure="val_sequence_accuracy", until=None
     return fig
 
 
-__all__ = ["MEASURES", "groups_of", "plot_learning_curves", "plot_seed_strips", "seeds_of", "spread_table",
-           "values"]
+def plot_paired_slopes(columns, seeds, highlight_seed=None, ylabel="", percent=True, title=None):
+    """A paired slope chart: one column per entry of ``columns``, one line per seed joining its values.
+
+    ``columns``: ``[(label, values), ...]``, ``values`` one a seed in the order
+    of ``seeds``. The runs of one seed share their initial weights, so a
+    line's slope is that seed's paired difference. A label that names a
+    group gets its colour at the dots; the build's seed is drawn thicker.
+    """
+    fig, ax = plt.subplots(figsize=(1.6 + 1.55 * len(columns), 3.6), constrained_layout=True)
+    xs = np.arange(len(columns))
+    palette = plt.get_cmap("tab10")
+    for i, seed in enumerate(seeds):
+        ys = [100 * v[i] if percent else v[i] for _, v in columns]
+        thick = seed == highlight_seed
+        ax.plot(xs, ys, color=palette(i % 10), lw=2.4 if thick else 1.3, zorder=2,
+                label=f"seed {seed}" + (" (this build)" if thick else ""))
+        for x, (label, _), y in zip(xs, columns, ys):
+            group = label.split()[0].strip("`")
+            ax.scatter(x, y, s=30, zorder=3, color=GROUP_COLORS.get(group, palette(i % 10)),
+                       edgecolors="black", linewidths=0.5)
+    ax.set_xticks(xs, [label for label, _ in columns], fontsize=8)
+    ax.set_xlim(-0.4, len(columns) - 0.6)
+    ax.set_ylabel(ylabel + (" (%)" if percent else ""))
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7, loc="best")
+    if title:
+        ax.set_title(title, fontsize=10)
+    return fig
+
+
+def _difference(value: float, kind: str) -> str:
+    if kind == "ratio":
+        return f"×{math.exp(value):.3f}"
+    if kind == "pp":
+        return f"{100 * value:+.1f}"
+    if kind == "steps":
+        return f"{value:+.0f}"
+    return f"{value:+.3f}"
+
+
+def paired_table(comparisons, seeds, seed_label="seed") -> str:
+    """A markdown table of paired comparisons, one row each.
+
+    ``comparisons``: ``[(label, Paired, kind), ...]``, ``kind`` how a
+    difference reads: ``"ratio"`` (a log comparison: second / first),
+    ``"pp"`` (percentage points), ``"steps"`` or ``"plain"``. Columns: the
+    per-seed differences, the signs, the mean (for a ratio its geometric
+    mean) with its 95% t-interval, and the exact sign-flip p-value.
+    """
+    head = ("| second vs first | " + " | ".join(f"{seed_label} {s}".strip() for s in seeds)
+            + " | higher / lower | mean (95% t-interval) | sign-flip p |")
+    lines = [head, "|---" * (len(seeds) + 4) + "|"]
+    for label, p, kind in comparisons:
+        if len(p.differences) != len(seeds):
+            raise ValueError(f"{label}: {len(p.differences)} differences for {len(seeds)} seeds")
+        cells = " | ".join(_difference(d, kind) for d in p.differences)
+        mean = _difference(p.mean, kind)
+        if p.low is not None:
+            mean += f" ({_difference(p.low, kind)} to {_difference(p.high, kind)})"
+        lines.append(f"| {label} | {cells} | {p.higher} / {p.lower} | {mean} | {p.p_value:.3g} |")
+    return "\n".join(lines)
+
+
+__all__ = ["GRID_MEASURES", "MEASURES", "groups_of", "paired_table", "plot_learning_curves", "plot_paired_slopes",
+           "plot_seed_strips", "seeds_of", "spread_table", "values"]

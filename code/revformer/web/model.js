@@ -279,9 +279,10 @@
     var out = {tokens: [], probabilities: [], forced: []}, finished = false;
     // Python recomputes every position at every step. With the mask no row reads a
     // later one, so the rows of the earlier positions never change: each layer keeps
-    // their keys and values (a KV cache) and a step computes the new position alone,
-    // the same numbers for about a quarter of the work. Without the mask every row
-    // reads the new token, so every step recomputes them all, as Python does.
+    // their keys and values (a KV cache) and a step computes the new position alone:
+    // the same numbers from 8 + 6 = 14 position rows per layer instead of 8 + ... + 14
+    // = 77. Without the mask every row reads the new token, so every step recomputes
+    // them all, as Python does.
     var caches = s.causal ? m.blocks.map(function () { return {k: [], v: []}; }) : null;
     for (var step = 0; step < STEPS; step++) {
       // only the last row's logits are read, so the last block computes that row

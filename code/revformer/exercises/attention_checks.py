@@ -1,0 +1,283 @@
+"""Chapter 13's exercise: the row-sum check and the leak check, run on broken copies.
+
+The reader writes two checks of a model, each ``fn(model, ids) -> bool``
+(True: the model passes), with ``ids`` ``[B,14]`` teacher-forced inputs:
+
+- ``my_rows_ok``: every attention row of every layer sums to 1, and no
+  weight is NaN;
+- ``my_no_leak``: the prefix-logit test, change the tokens at positions 8-13
+  only, and the logits at positions 0-7 must not move.
+
+``check_rows_ok`` and ``check_no_leak`` run the reader's check on the
+package's model, which must pass, and on broken copies of it (the attention
+of one or both layers replaced by a mistake of chapter 13), which must fail.
+Where the reader's check passes a broken copy or rejects the package, the
+checker says what that check got wrong. A copy is built from the model with
+its attention modules' ``forward`` replaced; the taught classes stay as they are.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import types
+
+import torch
+
+from ..analysis import change_future_answers
+from ..attention import causal_mask
+from ..data import PROMPT_LEN, encode
+from ..model import make_model
+from . import Checker, expect, run
+
+_NEG = float("-inf")
+
+
+def _expect(checker: Checker, condition, good: str, bad: str) -> bool:
+    return expect(checker, condition, good, bad, width=72)
+
+
+def _scores(q, k):
+    return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [B,H,T,T]
+
+
+def _softmax_over_queries(q, k, v):
+    t = q.size(-2)
+    weights = torch.softmax(_scores(q, k).masked_fill(causal_mask(t, q.device), _NEG), dim=-2)
+    return weights @ v, weights
+
+
+def _mask_after_softmax(q, k, v):
+    t = q.size(-2)
+    weights = torch.softmax(_scores(q, k), dim=-1).masked_fill(causal_mask(t, q.device), 0.0)
+    return weights @ v, weights
+
+
+def _masked_from(diagonal: int):
+    def attention(q, k, v):
+        t = q.size(-2)
+        blocked = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(diagonal=diagonal)
+        weights = torch.softmax(_scores(q, k).masked_fill(blocked, _NEG), dim=-1)
+        return weights @ v, weights
+    return attention
+
+
+def _no_mask(q, k, v):
+    weights = torch.softmax(_scores(q, k), dim=-1)
+    return weights @ v, weights
+
+
+def broken_copy(model, attention_fn, layers=None):
+    """A copy of ``model`` whose attention in ``layers`` (default: all) runs ``attention_fn(q, k, v)``.
+
+    ``attention_fn`` returns ``(output [B,H,T,Dh], weights [B,H,T,T])``, as
+    ``scaled_dot_product_attention`` does; the copy's own projections, head
+    split and merge stay. The replaced ``forward`` is bound to each copied
+    module, so a ``copy.deepcopy`` of the copy runs its own parameters.
+    """
+    def forward(module, x, causal=None):
+        q, k, v = (module.split_heads(p(x)) for p in (module.q_proj, module.k_proj, module.v_proj))
+        heads, weights = attention_fn(q, k, v)  # [B,H,T,Dh], [B,H,T,T]
+        return module.out_proj(module.merge_heads(heads)), weights  # [B,T,D], [B,H,T,T]
+
+    broken = copy.deepcopy(model)
+    for index, block in enumerate(broken.blocks):
+        if layers is None or index in layers:
+            block.attention.forward = types.MethodType(forward, block.attention)
+    return broken
+
+
+class _Recorder:
+    """Records the ids of every forward pass of a model."""
+
+    def __init__(self, model):
+        self.seen: list[torch.Tensor] = []
+        self.handle = model.register_forward_pre_hook(self._keep)
+
+    def _keep(self, module, args):
+        self.seen.append(args[0].detach().cpu().clone())
+
+    def remove(self):
+        self.handle.remove()
+
+
+def _ids(rows: int = 16) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(13)
+    digits = torch.randint(10, (rows, 6), generator=generator).tolist()
+    return torch.tensor([encode(d)[:-1] for d in digits])  # [B,14]
+
+
+def _verdict(checker: Checker, fn, model, ids):
+    """The reader's verdict on ``model`` (True, False) and the inputs it ran."""
+    recorder = _Recorder(model)
+    try:
+        got = checker.call(fn, model, ids.clone())
+    finally:
+        recorder.remove()
+    if isinstance(got, torch.Tensor) and got.numel() == 1:
+        got = bool(got.item())
+    if not isinstance(got, bool):
+        _expect(checker, False, "", f"return True or False, got {type(got).__name__}"
+                + (": is the `return` missing?" if got is None else ""))
+        return None, recorder.seen
+    return got, recorder.seen
+
+
+def _min_row_sum(model, ids) -> float:
+    with torch.no_grad():
+        _, weights = model(ids)
+    return min(float(w.sum(-1).min()) for w in weights)
+
+
+def _leak_size(model, ids) -> float:
+    with torch.no_grad():
+        a, _ = model(ids)
+        b, _ = model(change_future_answers(ids))
+    return float((a[:, :PROMPT_LEN] - b[:, :PROMPT_LEN]).abs().max())
+
+
+def _base(model):
+    if model is None:
+        return make_model(seed=7).eval()
+    return copy.deepcopy(model).cpu().eval()
+
+
+def check_rows_ok(fn, model=None) -> bool:
+    """Check the reader's row-sum check ``fn(model, ids) -> bool``.
+
+    It must pass the package's model (``model``, default an untrained one)
+    and fail three broken copies: softmax over the queries, the mask applied
+    after the softmax, the diagonal masked (NaN), and a copy broken in layer 1
+    only. Prints what a check that gets one wrong missed; never raises.
+    Returns True when every case passes.
+    """
+
+    def body(checker: Checker):
+        base, ids = _base(model), _ids()
+        copies = {
+            "softmax over the queries": broken_copy(base, _softmax_over_queries),
+            "softmax over the queries, layer 1 only": broken_copy(base, _softmax_over_queries, layers=[1]),
+            "mask applied after the softmax": broken_copy(base, _mask_after_softmax),
+            "diagonal masked, triu(diagonal=0)": broken_copy(base, _masked_from(0)),
+        }
+        package, _ = _verdict(checker, fn, base, ids)
+        if package is None:
+            return
+        verdicts = {}
+        for name, broken in copies.items():
+            verdicts[name], _ = _verdict(checker, fn, broken, ids)
+            if verdicts[name] is None:
+                return
+        missed = [name for name, passed in verdicts.items() if passed]
+        if not package:
+            if verdicts["softmax over the queries"]:
+                why = ("you summed over the queries (dim=-2): a row is one query, so sum over the keys, "
+                       "w.sum(dim=-1)")
+            else:
+                why = ("its rows sum to 1 only within rounding (a few 1e-7 in float32): compare with a "
+                       "tolerance, (w.sum(-1) - 1).abs().max() < 1e-5, not with == 1")
+            _expect(checker, False, "", f"the package's model failed your check: {why}")
+        else:
+            _expect(checker, True, "the package's model passes", "")
+        for name, passed in verdicts.items():
+            if not passed:
+                _expect(checker, True, f"fails the copy with the {name}", "")
+                continue
+            if name == "softmax over the queries":
+                why = ("its columns sum to 1, its rows do not: you summed over the queries (dim=-2); "
+                       "sum over the keys, w.sum(dim=-1)")
+            elif name.endswith("layer 1 only"):
+                why = ("layer 0 is right and layer 1 is not: the model returns one [B,H,T,T] per layer; "
+                       "check every layer, not weights[0]")
+            elif name.startswith("mask applied"):
+                low = _min_row_sum(copies[name], ids)
+                why = (f"its future weights are 0 but rows sum to as little as {low:.2f}: check the sum "
+                       "of each row, not that the future is 0, with a tolerance near 1e-5")
+            else:
+                why = ("row 0 is all NaN, and every comparison with NaN is False, so a test such as "
+                       "`((s - 1).abs() > tol).any()` finds nothing: add `torch.isnan(w).any()`, or "
+                       "require `(s - 1).abs().max() < tol`, which NaN fails")
+            _expect(checker, False, "", f"passed the copy with the {name}: {why}")
+        if package and not missed:
+            _expect(checker, True, "a copy whose mask leaks (rows still sum to 1) is the leak "
+                    "check's job, not this one's", "")
+
+    return run("check_rows_ok", body)
+
+
+def check_no_leak(fn, model=None) -> bool:
+    """Check the reader's leak check ``fn(model, ids) -> bool`` (the prefix-logit test).
+
+    It must pass the package's model (``model``, default an untrained one)
+    and fail broken copies that let the future in: no mask, layer 1
+    unmasked, the mask shifted by one (``triu(diagonal=2)``, query i reads
+    i+1) and the mask applied after the softmax. Prints what a check that
+    gets one wrong missed; never raises. Returns True when every case passes.
+    """
+
+    def body(checker: Checker):
+        base, ids = _base(model), _ids()
+        copies = {
+            "without a mask": broken_copy(base, _no_mask),
+            "with layer 1 unmasked": broken_copy(base, _no_mask, layers=[1]),
+            "whose mask is shifted by one, triu(diagonal=2)": broken_copy(base, _masked_from(2)),
+            "that masks after the softmax": broken_copy(base, _mask_after_softmax),
+        }
+        package, seen = _verdict(checker, fn, base, ids)
+        if package is None:
+            return
+        inputs = [s for s in seen if s.shape == ids.shape]
+        changed = sorted({int(p) for s in inputs for p in (s != inputs[0]).any(dim=0).nonzero().flatten()})
+        if len(inputs) < 2 or not changed:
+            _expect(checker, False, "", "your check ran the model on one input only (or twice on the "
+                    "same one): run it on the inputs and on a copy whose tokens at positions 8-13 are "
+                    "changed, e.g. revformer.analysis.change_future_answers(ids), and compare")
+            return
+        early = [p for p in changed if p < PROMPT_LEN]
+        if early:
+            _expect(checker, False, "", f"your second input differs at position(s) {early}, at or "
+                    "before position 7: a change there may move the prefix legitimately. Change only "
+                    "positions 8-13, the future")
+            return
+        if not package:
+            _expect(checker, False, "", "the package's model failed your check, though you changed "
+                    "only positions 8-13: compare only the prefix logits, logits[:, :8] (positions "
+                    "8-13 read the changed tokens and must move), with a tolerance of 1e-5 or less")
+            return
+        _expect(checker, True, f"the package's model passes (you changed positions {changed[0]}-"
+                f"{changed[-1]} only)", "")
+        verdicts = {}
+        for name, broken in copies.items():
+            verdicts[name], _ = _verdict(checker, fn, broken, ids)
+            if verdicts[name] is None:
+                return
+        if all(verdicts.values()):
+            _expect(checker, False, "", "your check passes every copy that leaks, even the one without "
+                    f"a mask, whose prefix logits move by {_leak_size(copies['without a mask'], ids):.2g}: "
+                    "compare the prefix logits of the two runs, logits[:, :8], and return False when "
+                    "they differ by more than 1e-5")
+            return
+        for name, passed in verdicts.items():
+            if not passed:
+                _expect(checker, True, f"fails the copy {name}", "")
+                continue
+            size = _leak_size(copies[name], ids)
+            loose = (f"its prefix logits move by {size:.2g}: the right value is exactly 0 on a CPU, "
+                     "so a tolerance must be 1e-5 or less")
+            if name.startswith("whose mask"):
+                why = ("only positions 6 and 7 move, since query i reads i+1: compare all eight prefix "
+                       "positions, logits[:, :8]")
+                smaller = _leak_size(copies["with layer 1 unmasked"], ids)
+                if verdicts["with layer 1 unmasked"] or smaller >= size:
+                    why += f"; or, if you did, {loose}"
+            elif name.startswith("that masks"):
+                why = ("its future weights are exactly 0, yet the future reaches the past through the "
+                       "softmax's denominator: if you checked the weights, compare the prefix logits "
+                       f"instead; if you compared logits, {loose}")
+            else:
+                why = loose
+            _expect(checker, False, "", f"passed the copy {name}: {why}")
+
+    return run("check_no_leak", body)
+
+
+__all__ = ["broken_copy", "check_no_leak", "check_rows_ok"]
