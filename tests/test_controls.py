@@ -14,7 +14,7 @@ from revformer.controls import (BATCH_SEEDS, DATA_SEEDS, at_step, layer0_per_sam
                                 answer_margins)
 from revformer.data import make_splits, split_inputs_labels
 from revformer.model import make_model
-from revformer.seeds_plots import paired_table, plot_paired_slopes, plot_seed_strips
+from revformer.seeds_plots import paired_table, plot_paired_slope_panels, plot_paired_slopes, plot_seed_strips
 from revformer.stats import paired
 from revformer.sweep import layer0_weights
 
@@ -119,6 +119,10 @@ def test_the_paired_figures_draw():
                              ylabel="accuracy")
     ax = fig.axes[0]
     assert len(ax.lines) == 2 and [t.get_text() for t in ax.get_xticklabels()] == ["four_heads", "one_head"]
+    fig = plot_paired_slope_panels([("hot", [("four_heads", [0.4, 0.9]), ("one_head", [1.0, 1.0])]),
+                                    ("cold", [("four_heads", [0.1, 0.2]), ("one_head", [0.5, 0.3])])],
+                                   [42, 0], highlight_seed=42)
+    assert [a.get_title() for a in fig.axes] == ["hot", "cold"] and all(len(a.lines) == 2 for a in fig.axes)
     rows = [{"group": g, "seed": s, "first_perfect_step": step}
             for g, steps in (("four_heads", (30, 30)), ("one_head", (20, 20))) for s, step in zip((42, 0), steps)]
     fig = plot_seed_strips(rows, ["first_perfect_step"], columns=1)

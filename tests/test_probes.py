@@ -124,6 +124,13 @@ def test_direct_logit_attribution_adds_up_to_the_margin():
     d = model.lm_head.weight[y] - model.lm_head.weight[rival]
     by_hand = (d * model.final_norm.weight * (c - c.mean(dim=-1, keepdim=True)) / sigma).sum(dim=-1)
     torch.testing.assert_close(parts[("head", 0, 2)], by_hand)
+    # minus_mean: the same head's write less its batch mean, position by position (what mean ablation removes)
+    centred = direct_logit_attribution(model, ids, labels, minus_mean=True)
+    c = (head_outputs(model, ids)[0][:, 2] @ outs.weight[:, 32:48].T)
+    c = (c - c.mean(dim=0))[:, 7:]
+    by_hand = (d * model.final_norm.weight * (c - c.mean(dim=-1, keepdim=True)) / sigma).sum(dim=-1)
+    torch.testing.assert_close(centred[("head", 0, 2)], by_hand)
+    torch.testing.assert_close(centred[("ffn", 1, None)], parts[("ffn", 1, None)])   # only the heads change
     assert no_hooks_left(model)
     with pytest.raises(ValueError, match="ids and labels"):
         direct_logit_attribution(model, ids, labels[:, :7])

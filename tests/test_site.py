@@ -158,7 +158,7 @@ def _listings():
         6: [(MultiHeadSelfAttention, "def split_heads"), (MultiHeadSelfAttention, None, "self.out_proj =")],
         7: [(FeedForward,), (TransformerBlock,), (ReversalTransformer.forward,), (init_weights,)],
         8: [(train_model,), (evaluate_loss,)],
-        9: [(generate,), (score,)],
+        9: [(generate, "for _ in range(SEQ_LEN + 1)", "tokens = torch.cat"), (score,)],  # the loop; the cache is chapter 20's
     }
 
 

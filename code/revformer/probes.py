@@ -176,7 +176,8 @@ def head_writes(model, ids: torch.Tensor) -> list[torch.Tensor]:
 
 
 @torch.no_grad()
-def direct_logit_attribution(model, ids: torch.Tensor, labels: torch.Tensor) -> dict[tuple, torch.Tensor]:
+def direct_logit_attribution(model, ids: torch.Tensor, labels: torch.Tensor,
+                             minus_mean: bool = False) -> dict[tuple, torch.Tensor]:
     """Each part's direct share of the margin at every graded position: ``{part: [B,P]}``.
 
     The stream at the end, ``x`` ``[B,T,D]``, is a sum of parts: the
@@ -191,6 +192,10 @@ def direct_logit_attribution(model, ids: torch.Tensor, labels: torch.Tensor) -> 
     ``("final", None, None)`` (``beta`` and the head's bias). The shares add
     up to ``margins`` of the model's logits. Direct means through the
     residual path only: what a part changes in later layers is not counted.
+
+    With ``minus_mean=True`` each head's write loses its mean over the batch
+    (position by position) first: the share of what mean ablation takes away.
+    Those head shares no longer add up to the margin.
     """
     if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or labels.shape != ids.shape:
         raise ValueError(f"ids and labels must be [B,T] tensors of one shape, got "
@@ -214,7 +219,8 @@ def direct_logit_attribution(model, ids: torch.Tensor, labels: torch.Tensor) -> 
     ffn_out = sublayer_outputs(model, ids)
     for layer, writes in enumerate(head_writes(model, ids)):
         for h in range(writes.size(1)):
-            parts[("head", layer, h)] = share(writes[:, h][:, graded])
+            write = writes[:, h] - writes[:, h].mean(dim=0) if minus_mean else writes[:, h]  # [B,T,D]
+            parts[("head", layer, h)] = share(write[:, graded])
         bias = model.blocks[layer].attention.out_proj.bias
         parts[("bias", layer, None)] = share(bias.expand_as(x))
         parts[("ffn", layer, None)] = share(ffn_out[(layer, "ffn")][:, graded])

@@ -145,15 +145,7 @@ def plot_learning_curves(curve_rows, measure="val_sequence_accuracy", until=None
     return fig
 
 
-def plot_paired_slopes(columns, seeds, highlight_seed=None, ylabel="", percent=True, title=None):
-    """A paired slope chart: one column per entry of ``columns``, one line per seed joining its values.
-
-    ``columns``: ``[(label, values), ...]``, ``values`` one a seed in the order
-    of ``seeds``. The runs of one seed share their initial weights, so a
-    line's slope is that seed's paired difference. A label that names a
-    group gets its colour at the dots; the build's seed is drawn thicker.
-    """
-    fig, ax = plt.subplots(figsize=(1.6 + 1.55 * len(columns), 3.6), constrained_layout=True)
+def _draw_slopes(ax, columns, seeds, highlight_seed, percent):
     xs = np.arange(len(columns))
     palette = plt.get_cmap("tab10")
     for i, seed in enumerate(seeds):
@@ -167,11 +159,40 @@ def plot_paired_slopes(columns, seeds, highlight_seed=None, ylabel="", percent=T
                        edgecolors="black", linewidths=0.5)
     ax.set_xticks(xs, [label for label, _ in columns], fontsize=8)
     ax.set_xlim(-0.4, len(columns) - 0.6)
-    ax.set_ylabel(ylabel + (" (%)" if percent else ""))
     ax.grid(alpha=0.3, axis="y")
+
+
+def plot_paired_slopes(columns, seeds, highlight_seed=None, ylabel="", percent=True, title=None):
+    """A paired slope chart: one column per entry of ``columns``, one line per seed joining its values.
+
+    ``columns``: ``[(label, values), ...]``, ``values`` one a seed in the order
+    of ``seeds``. The runs of one seed share their initial weights, so a
+    line's slope is that seed's paired difference. A label that names a
+    group gets its colour at the dots; the build's seed is drawn thicker.
+    """
+    fig, ax = plt.subplots(figsize=(1.6 + 1.55 * len(columns), 3.6), constrained_layout=True)
+    _draw_slopes(ax, columns, seeds, highlight_seed, percent)
+    ax.set_ylabel(ylabel + (" (%)" if percent else ""))
     ax.legend(fontsize=7, loc="best")
     if title:
         ax.set_title(title, fontsize=10)
+    return fig
+
+
+def plot_paired_slope_panels(panels, seeds, highlight_seed=None, ylabel="", percent=True):
+    """Paired slope charts side by side, sharing the y axis: ``panels`` is ``[(title, columns), ...]``.
+
+    Each panel joins only the runs it compares (``columns`` as in
+    ``plot_paired_slopes``), so no line links runs that were never compared.
+    """
+    width = sum(1.0 + 1.55 * len(columns) for _, columns in panels)
+    fig, axes = plt.subplots(1, len(panels), figsize=(0.6 + width, 3.6), sharey=True,
+                             constrained_layout=True, squeeze=False)
+    for ax, (title, columns) in zip(axes[0], panels):
+        _draw_slopes(ax, columns, seeds, highlight_seed, percent)
+        ax.set_title(title, fontsize=10)
+    axes[0][0].set_ylabel(ylabel + (" (%)" if percent else ""))
+    axes[0][-1].legend(fontsize=7, loc="best")
     return fig
 
 
@@ -208,5 +229,5 @@ def paired_table(comparisons, seeds, seed_label="seed") -> str:
     return "\n".join(lines)
 
 
-__all__ = ["GRID_MEASURES", "MEASURES", "groups_of", "paired_table", "plot_learning_curves", "plot_paired_slopes",
-           "plot_seed_strips", "seeds_of", "spread_table", "values"]
+__all__ = ["GRID_MEASURES", "MEASURES", "groups_of", "paired_table", "plot_learning_curves",
+           "plot_paired_slope_panels", "plot_paired_slopes", "plot_seed_strips", "seeds_of", "spread_table", "values"]
