@@ -58,8 +58,10 @@ chromium:
 
 # The speed benchmark (issue figures): reproduction against PyTorch's own layers, training
 # steps, the floor, peak memory, the seed sweep, the model in the browser, the book's build times.
-bench: $(VENV)/.test
+# Then the waits of a reader in a fresh Colab-like runtime (tools/colab_runtime.py; the site built above).
+bench: $(VENV)/.test book
 	$(PY) -m revformer bench --sweep --browser --book --out _build/bench.json
+	$(PY) tools/colab_runtime.py bench --chapters 10 16 --out _build/colab-waits.json
 
 # The repository and the site are named once, in _config.yml; these derive the rest.
 setup-cells:

@@ -222,9 +222,9 @@ def test_on_a_gpu_the_groups_train_here_one_after_another(small_config, tmp_path
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     trained = []
 
-    def train_here(config, group, splits, schedule, device, progress):
+    def train_here(config, group, splits, schedule, device, progress, **labels):
         trained.append((group.name, device.type))
-        return train_group(config, group, splits, schedule, torch.device("cpu"), progress)
+        return train_group(config, group, splits, schedule, torch.device("cpu"), progress, **labels)
 
     def no_workers(*args, **kwargs):
         raise AssertionError("workers were started for a GPU")
@@ -297,9 +297,9 @@ def test_an_interrupt_during_training_leaves_no_file_and_no_worker(small_config,
     config = dataclasses_replace_steps(small_config, 2000)
     cache, out = tmp_path / "cache", tmp_path / "out"
     body = (f"config = ExperimentConfig.from_dict({config.to_dict()!r})\n"
-            f"exp = load_experiment(config, device='cpu', cache_dir={str(cache)!r}, progress=False)\n"
+            f"exp = load_experiment(config, device='cpu', cache_dir={str(cache)!r}, progress=True)\n"
             f"write_artifacts(exp, {str(out)!r})\n")
-    run = _run_script(tmp_path, "interrupted.py", body)
+    run = _run_script(tmp_path, "interrupted.py", body)  # with the bars drawn, as a reader runs it
     deadline = time.monotonic() + 120
     while len(_children_of(run.pid)) < 3:  # the three workers are training
         assert run.poll() is None and time.monotonic() < deadline, run.stderr.read()[-2000:]
@@ -312,6 +312,7 @@ def test_an_interrupt_during_training_leaves_no_file_and_no_worker(small_config,
         os.killpg(run.pid, signal.SIGINT)
     _, err = run.communicate(timeout=120)
     assert run.returncode != 0 and "KeyboardInterrupt" in err
+    assert "Exception in thread" not in err and "four_heads (seed" in err  # the bars were drawn; no reader failed
     assert all(not os.path.exists(f"/proc/{pid}") for pid in workers), "a worker outlived its caller"
     left = [p.name for p in tmp_path.rglob("*") if p.is_file() and p.parent != tmp_path]
     assert left == [], left  # no temporary file, no half-written cache file, no output
@@ -336,21 +337,71 @@ def test_load_experiment_inside_a_jupyter_kernel(small_config, tmp_path):
                 "from revformer.experiment import load_experiment\n"
                 f"config = ExperimentConfig.from_dict({small_config.to_dict()!r})\n"
                 f"exp = load_experiment(config, device='cpu', cache_dir={str(tmp_path / 'cache')!r}, "
-                "progress=False, parallel=True)\n"
+                "progress=True, parallel=True)\n"
                 "print('trained', sorted(exp.runs), [r.from_cache for r in exp.runs.values()])\n")
-        reply = client.execute_interactive(code, timeout=600, output_hook=_collect(out := []))
+        reply = client.execute_interactive(code, timeout=600, output_hook=_collect(out := [], widgets := []))
         assert reply["content"]["status"] == "ok", reply["content"]
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
     assert "trained ['four_heads', 'no_mask', 'one_head'] [False, False, False]" in "".join(out)
+    assert "training 3 groups (four_heads, one_head, no_mask), about" in "".join(out)
+    # the bars are widgets in a notebook: the runs done, and one per group, each shown once
+    assert len(widgets) == 4 and len(set(widgets)) == 4, widgets
     assert len(list((tmp_path / "cache").glob("*.pt"))) == 3
 
 
-def _collect(lines):
+@pytest.mark.slow  # several groups in worker processes
+def test_a_kernel_interrupt_while_the_bars_show_stops_every_worker(small_config, tmp_path):
+    """Jupyter's interrupt button, with the bars drawn as widgets: no worker left, no file written."""
+    import time
+
+    from jupyter_client.manager import start_new_kernel
+
+    config = dataclasses_replace_steps(small_config, 2000)
+    cache = tmp_path / "cache"
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
+    try:
+        code = ("from revformer.config import ExperimentConfig\n"
+                "from revformer.experiment import load_experiment\n"
+                f"config = ExperimentConfig.from_dict({config.to_dict()!r})\n"
+                f"exp = load_experiment(config, device='cpu', cache_dir={str(cache)!r}, progress=True, parallel=True)\n")
+        request = client.execute(code)
+        kernel, deadline = manager.provisioner.pid, time.monotonic() + 120
+        while len(_children_of(kernel)) < 3:  # the three workers are training
+            assert time.monotonic() < deadline, "the workers did not start"
+            time.sleep(0.1)
+        workers = _children_of(kernel)
+        time.sleep(1.0)
+        manager.interrupt_kernel()
+        reply = client.get_shell_msg(timeout=120)
+        while reply["parent_header"].get("msg_id") != request:
+            reply = client.get_shell_msg(timeout=120)
+        widgets = []
+        hook = _collect([], widgets)
+        while True:  # what the cell displayed before it stopped
+            message = client.get_iopub_msg(timeout=30)
+            hook(message)
+            if (message["msg_type"] == "status" and message["content"]["execution_state"] == "idle"
+                    and message["parent_header"].get("msg_id") == request):
+                break
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+    assert len(set(widgets)) == 4  # the runs done and one bar per group were showing
+    assert all(not os.path.exists(f"/proc/{pid}") for pid in workers), "a worker outlived the interrupt"
+    assert [p.name for p in cache.rglob("*") if p.is_file()] == []  # no temporary file, no cache file
+
+
+def _collect(lines, widgets=None):
     def hook(message):
         if message["msg_type"] == "stream":
             lines.append(message["content"]["text"])
+        elif message["msg_type"] == "display_data" and widgets is not None:
+            view = message["content"]["data"].get("application/vnd.jupyter.widget-view+json")
+            if view:
+                widgets.append(view["model_id"])
     return hook
 
 
@@ -480,7 +531,7 @@ def test_each_job_trains_on_its_own_data_and_batch_seed(small_config, tmp_path, 
 
     seen = {}
 
-    def record(config, group, splits, schedule, device, progress):
+    def record(config, group, splits, schedule, device, progress, **labels):
         seen[(config.data.seed, config.train.batch_seed)] = (splits.train.clone(), schedule.clone())
         raise StopIteration  # nothing needs training for this test
 

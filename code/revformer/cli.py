@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seeds separated by commas (default: the build's seed, then 0, 1, 2, 3)")
     sweep.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     sweep.add_argument("--cache", default=None, help="folder of cached trained models")
-    sweep.add_argument("--quiet", action="store_true", help="no summary")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
     commands.add_parser("bench", help="the speed benchmark (python -m revformer bench --help)", add_help=False)
     return parser
 
@@ -84,7 +84,8 @@ def _sweep(args) -> int:
     from .sweep import run_sweep
 
     try:
-        rows, _ = run_sweep(args.out, seeds=args.seeds, device=args.device, cache_dir=args.cache, progress=False)
+        rows, _ = run_sweep(args.out, seeds=args.seeds, device=args.device, cache_dir=args.cache,
+                            progress=False if args.quiet else None)
     except ValueError as error:
         print(f"revformer: {error}", file=sys.stderr)
         return 2

@@ -24,6 +24,7 @@ from .data import Splits, make_splits, split_inputs_labels
 from .fingerprint import source_fingerprint
 from .generate import Scores, generate, score
 from .model import count_parameters
+from .progress import TrainingBars, announce, expected_seconds
 from .train import Budget, batch_schedule, resolve_device, speed_test
 from .worker import train_group, train_in_workers, use_workers
 
@@ -162,6 +163,8 @@ def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.
     over the limit, every job trains (or loads) the lowered budget alike.
     Missing runs train side by side in worker processes on a multi-core CPU
     (``use_workers``), else here one after another; both give the same weights.
+    Before they train, one line says which, why and about how long; bars
+    show their progress (``revformer.progress``), unless ``progress`` is off.
     Returns the budget and the runs in the order of ``jobs``.
     """
     def cached(steps):
@@ -175,13 +178,19 @@ def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.
                         f"every group loaded from the cache, trained with the full {steps} steps")
     else:
         train_x, train_y = split_inputs_labels(splits.train)
-        budget = speed_test(train_x, train_y, config.train, device, groups=len(GROUP_NAMES))
+        budget = speed_test(train_x, train_y, config.train, device, groups=len(GROUP_NAMES),
+                            validation_rows=splits.val.size(0))
         if budget.steps != steps:
             steps = budget.steps
             keys, runs = cached(steps)
     missing = [i for i, run in enumerate(runs) if run is None]
-    if use_workers(device, len(missing), parallel):
-        train_in_workers([jobs[i] for i in missing], steps, cache_dir)
+    in_workers = use_workers(device, len(missing), parallel)
+    if missing:
+        per_run = budget.seconds_per_run(config.train)
+        announce([jobs[i] for i in missing], device=device, cache_dir=cache_dir, progress=progress,
+                 seconds=None if per_run is None else expected_seconds(per_run, len(missing), in_workers))
+    if in_workers:
+        train_in_workers([jobs[i] for i in missing], steps, cache_dir, progress=progress)
         for i in missing:
             (c, g), key = jobs[i], keys[i]
             runs[i] = load_run(cache_path(cache_dir, g, key), key, c, g, device)
@@ -189,13 +198,16 @@ def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.
                 raise RuntimeError(f"the worker for {g.name} (seed {c.train.seed}) wrote no usable cache file")
             runs[i].from_cache = False
     else:
-        for i in missing:
-            (c, g), key = jobs[i], keys[i]
-            # a job with its own data or batch seed (a control of chapters 16-17) draws its own
-            job_splits = splits if c.data == config.data and c.task == config.task else make_splits(c.data, c.task)
-            schedule = batch_schedule(job_splits.train.size(0), c.train)[:steps]
-            runs[i] = train_group(c, g, job_splits, schedule, device, progress)
-            save_run(cache_path(cache_dir, g, key), key, runs[i])
+        with TrainingBars(len(missing), progress) as bars:  # each run draws its own bar; this one counts them
+            for i in missing:
+                (c, g), key = jobs[i], keys[i]
+                # a job with its own data or batch seed (a control of chapters 16-17) draws its own
+                job_splits = splits if c.data == config.data and c.task == config.task else make_splits(c.data, c.task)
+                schedule = batch_schedule(job_splits.train.size(0), c.train)[:steps]
+                runs[i] = train_group(c, g, job_splits, schedule, device, progress,
+                                      description=f"{g.name} (seed {c.train.seed})")
+                save_run(cache_path(cache_dir, g, key), key, runs[i])
+                bars.finish()
     return budget, runs
 
 

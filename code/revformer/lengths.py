@@ -34,7 +34,8 @@ from .cache import Run, cache_key, cache_path, default_cache_dir, load_run, save
 from .config import DataConfig, ExperimentConfig, Group, ModelConfig, TrainConfig
 from .data import BOS, EOS, IGNORE_INDEX, SEP
 from .model import make_model
-from .train import batch_schedule, resolve_device, train_model
+from .progress import announce, expected_seconds
+from .train import batch_schedule, progress_enabled, resolve_device, speed_test, train_model
 
 MIN_DIGITS, MAX_DIGITS = 1, 8  # the lengths the model trains on
 MAX_LEN = 2 * MAX_DIGITS + 3  # 19 tokens: the longest sample, and the rows of the position table
@@ -223,6 +224,11 @@ def train_mixed(config: MixedConfig | None = None, device="auto", cache_dir=None
     splits = make_mixed_splits(config.data, config.held_out_lengths)
     train_x, train_y = inputs_labels(splits.train)
     val_x, val_y = inputs_labels(splits.val)
+    if progress_enabled(progress):  # a speed test only to say how long the wait will be (no budget to plan)
+        budget = speed_test(train_x, train_y, config.train, device, groups=1, validation_rows=val_x.size(0),
+                            model_config=config.model)
+        seconds = expected_seconds(budget.seconds_per_run(config.train, config.train.steps), 1, in_workers=False)
+        announce([(config, GROUP)], seconds, device, path.parent, progress)
     model = make_model(GROUP.num_heads, config.train.seed, GROUP.causal, config.model, device)
     result = train_model(model, train_x, train_y, val_x, val_y, batch_schedule(train_x.size(0), config.train),
                          config.train, progress, description=GROUP.name)

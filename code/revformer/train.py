@@ -3,9 +3,11 @@ shared batch schedule, the speed test that sets the budget, and the loop.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -130,10 +132,27 @@ class Budget:
     limit_seconds: float
     groups: int
     reason: str
+    seconds_per_evaluation: float | None = None  # both whole-set losses, once
+    seconds_per_curve_point: float | None = None  # generating the validation answers, once
 
     @property
     def lowered(self) -> bool:
         return self.steps < self.requested_steps
+
+    def seconds_per_run(self, config: TrainConfig, steps: int | None = None) -> float | None:
+        """About how long one run of ``steps`` (default ``self.steps``) takes here, evaluations included.
+
+        From the speed test's timings (None without them): the updates, the
+        whole-set evaluations and the curve points. The evaluations cost
+        about as much as the updates, so the updates alone would promise half
+        the time.
+        """
+        if self.seconds_per_step is None:
+            return None
+        steps = self.steps if steps is None else steps
+        evaluations = steps // config.eval_every + 1
+        return (self.seconds_per_step * steps + (self.seconds_per_evaluation or 0.0) * evaluations
+                + (self.seconds_per_curve_point or 0.0) * len(config.curve_steps(steps)))
 
 
 def plan_budget(seconds_per_step: float, config: TrainConfig, groups: int = 3) -> Budget:
@@ -154,14 +173,17 @@ def plan_budget(seconds_per_step: float, config: TrainConfig, groups: int = 3) -
 
 
 def speed_test(train_inputs, train_labels, config: TrainConfig, device, groups: int = 3,
-               clock=time.perf_counter) -> Budget:
+               clock=time.perf_counter, validation_rows: int = 1000, model_config=None) -> Budget:
     """Time ``speed_test_steps`` updates of a throw-away model, then plan the budget.
 
     The throw-away model is seeded apart from the real ones and discarded, so
-    these steps never count towards any group's training.
+    these steps never count towards any group's training. One evaluation and
+    one curve point are timed too (on ``validation_rows`` rows, the size of
+    the validation set), for the estimate of the wait (``Budget.seconds_per_run``).
+    ``model_config`` is the model's (default ``ModelConfig()``).
     """
     device = resolve_device(device)
-    model = make_model(seed=config.seed + 1, device=device)
+    model = make_model(seed=config.seed + 1, config=model_config, device=device)
     optimizer = make_optimizer(model, config.learning_rate)
     generator = torch.Generator().manual_seed(config.batch_seed + 1)
     batches = torch.randint(train_inputs.size(0), (config.speed_test_steps + 1, config.batch_size),
@@ -174,7 +196,17 @@ def speed_test(train_inputs, train_labels, config: TrainConfig, device, groups: 
         train_step(model, optimizer, x_all[idx], y_all[idx], config.clip_norm)
     _sync(device)
     seconds_per_step = (clock() - start) / config.speed_test_steps
-    return plan_budget(seconds_per_step, config, groups)
+    start = clock()
+    evaluate_loss(model, x_all, y_all)
+    evaluate_loss(model, x_all[:validation_rows], y_all[:validation_rows])
+    evaluation = clock() - start
+    point = None
+    if config.curve_every:  # generation reads the book's layout; a run without a curve never generates
+        start = clock()
+        curve_point(model, x_all[:validation_rows], y_all[:validation_rows], val_loss=0.0)
+        point = clock() - start
+    return dataclasses.replace(plan_budget(seconds_per_step, config, groups),
+                               seconds_per_evaluation=evaluation, seconds_per_curve_point=point)
 
 
 def progress_enabled(progress: bool | None) -> bool:
@@ -202,7 +234,7 @@ def curve_point(model, val_inputs, val_labels, val_loss: float | None = None) ->
     The answers are generated from the prompts alone (``val_inputs[:, :8]``)
     and compared with the true ones (``val_labels[:, 7:]``: six digits and
     EOS). A model that uses the causal mask generates with a KV cache: the
-    same tokens, five times less work.
+    same tokens, and each step computes only its new position.
     """
     from .generate import generate, score, uses_mask
 
@@ -213,7 +245,7 @@ def curve_point(model, val_inputs, val_labels, val_loss: float | None = None) ->
 
 def train_model(model, train_inputs, train_labels, val_inputs, val_labels, schedule,
                 config: TrainConfig | None = None, progress: bool | None = None,
-                description: str = "training") -> TrainResult:
+                description: str = "training", on_step: Callable[[int], None] | None = None) -> TrainResult:
     """Adam on the shared ``schedule``, whole-set losses every ``eval_every`` steps.
 
     ``schedule`` is ``[steps,batch]`` training indices (see ``batch_schedule``).
@@ -221,6 +253,8 @@ def train_model(model, train_inputs, train_labels, val_inputs, val_labels, sched
     a NaN or inf loss stops the run. The learning curve is recorded at
     ``config.curve_steps``. The losses read every position with a label, so
     data of other layouts (chapter 21's lengths) train with the same loop.
+    ``on_step(step)``, if given, is called after every update: a worker
+    process reports its progress to its caller with it.
     """
     config = config or TrainConfig()
     if schedule.dim() != 2 or schedule.size(0) % config.eval_every != 0:
@@ -257,6 +291,8 @@ def train_model(model, train_inputs, train_labels, val_inputs, val_labels, sched
         for step, idx in enumerate(schedule.to(device), start=1):
             batch_losses.append(train_step(model, optimizer, train_x[idx], train_y[idx], config.clip_norm))
             bar.update(1)
+            if on_step is not None:
+                on_step(step)
             if step % config.eval_every == 0 or step in curve_steps:
                 record(step)
                 bar.set_postfix(train=f"{history[-1][1]:.4f}", val=f"{history[-1][2]:.4f}")

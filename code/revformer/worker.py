@@ -7,7 +7,8 @@ instead: ``train_in_workers`` starts one fresh interpreter per group,
     python -m revformer.worker --config JSON --group NAME --steps N --cache DIR
 
 each on one share of the cores (a sweep of several seeds runs a few at a
-time), and waits for them. Each worker writes its
+time), and waits for them, drawing each worker's progress as it reports it
+on its standard output. Each worker writes its
 group's cache file (to a temporary name, then renamed) and exits; the caller
 then loads the files like any other cache hit. A model this small keeps one
 thread busy, so three processes on two cores finish sooner than three groups
@@ -40,13 +41,18 @@ from .train import batch_schedule, train_model
 
 
 def train_group(config: ExperimentConfig, group: Group, splits: Splits, schedule: torch.Tensor,
-                device: torch.device, progress: bool | None = None) -> Run:
-    """Train a fresh model of ``group`` on the shared ``schedule``; its ``Run``."""
+                device: torch.device, progress: bool | None = None, description: str | None = None,
+                on_step=None) -> Run:
+    """Train a fresh model of ``group`` on the shared ``schedule``; its ``Run``.
+
+    ``description`` labels the progress bar (the group's name by default);
+    ``on_step`` goes to ``train_model``.
+    """
     train_x, train_y = split_inputs_labels(splits.train)
     val_x, val_y = split_inputs_labels(splits.val)
     model = make_model(group.num_heads, config.train.seed, group.causal, config.model, device)
     result = train_model(model, train_x, train_y, val_x, val_y, schedule, config.train, progress,
-                         description=group.name)
+                         description=description or group.name, on_step=on_step)
     return Run(group, result.model, result.history, result.batch_losses, result.seconds, result.steps,
                result.curve, torch.get_num_threads())
 
@@ -83,7 +89,7 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 def train_in_workers(jobs: list[tuple[ExperimentConfig, Group]], steps: int, cache_dir,
-                     at_once: int | None = None) -> None:
+                     at_once: int | None = None, progress: bool | None = None) -> None:
     """Train each ``(config, group)`` of ``jobs`` in a worker process of its own, into ``cache_dir``.
 
     At most ``at_once`` workers run at a time (by default all of them: the
@@ -92,7 +98,14 @@ def train_in_workers(jobs: list[tuple[ExperimentConfig, Group]], steps: int, cac
     its cache file; raises ``RuntimeError`` with a worker's own error when one
     fails. If this process is interrupted (Ctrl-C, or a Jupyter kernel's
     interrupt), the workers are interrupted too and none is left running.
+
+    Each worker writes its steps done to its standard output (one line per
+    hundredth of its steps); a thread here reads them, and this process
+    draws one bar per running worker and one for the runs done
+    (``revformer.progress``), unless ``progress`` is off.
     """
+    from .progress import TrainingBars
+
     at_once = len(jobs) if at_once is None else max(1, at_once)
     threads = max(1, (os.cpu_count() or 1) // min(at_once, len(jobs)))
     package_root = str(Path(__file__).resolve().parents[1])  # importable however this one was
@@ -100,35 +113,67 @@ def train_in_workers(jobs: list[tuple[ExperimentConfig, Group]], steps: int, cac
                PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
 
     def start(config, g):
-        log = tempfile.TemporaryFile(mode="w+")  # the worker's errors, read if it fails
         command = [sys.executable, "-m", "revformer.worker", "--config", json.dumps(config.to_dict()),
                    "--group", g.name, "--steps", str(steps), "--threads", str(threads),
-                   "--cache", str(cache_dir), "--key", cache_key(config, g, steps, "cpu")]
+                   "--cache", str(cache_dir), "--key", cache_key(config, g, steps, "cpu"), "--report"]
         name = f"{g.name} (seed {config.train.seed})"
-        return name, log, subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log)
+        return _Worker(name, command, env, bars.start(name, steps))
 
     waiting, running, failures = list(jobs), [], []
-    try:
-        while waiting or running:
-            while waiting and len(running) < at_once:
-                running.append(start(*waiting.pop(0)))
-            finished = [worker for worker in running if worker[2].poll() is not None]
-            if not finished:
-                time.sleep(0.1)  # the workers compute; this process only waits
-                continue
-            for worker in finished:
-                running.remove(worker)
-                name, log, process = worker
-                if process.returncode != 0:
-                    log.seek(0)
-                    failures.append(f"{name}: exit {process.returncode}: {log.read()[-800:].strip()}")
-                log.close()
-    finally:
-        for _, log, process in running:
-            _stop(process)
-            log.close()
+    with TrainingBars(len(jobs), progress) as bars:
+        try:
+            while waiting or running:
+                while waiting and len(running) < at_once:
+                    running.append(start(*waiting.pop(0)))
+                for worker in running:
+                    bars.advance(worker.bar, worker.steps_done)
+                finished = [worker for worker in running if worker.process.poll() is not None]
+                if not finished:
+                    time.sleep(0.1)  # the workers compute; this process only waits and draws
+                    continue
+                for worker in finished:
+                    running.remove(worker)
+                    error = worker.close()
+                    if error:
+                        failures.append(error)
+                    bars.advance(worker.bar, worker.steps_done)
+                    bars.finish(worker.bar, done=error is None)
+        finally:
+            for worker in running:
+                _stop(worker.process)
+                worker.close()
     if failures:
         raise RuntimeError("training in worker processes failed:\n" + "\n".join(failures))
+
+
+class _Worker:
+    """One worker process, the thread that reads the steps it reports, and its bar."""
+
+    def __init__(self, name: str, command: list[str], env: dict, bar):
+        import threading
+
+        self.name, self.bar, self.steps_done = name, bar, 0
+        self.log = tempfile.TemporaryFile(mode="w+")  # the worker's errors, read if it fails
+        self.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.reader = threading.Thread(target=self._follow, daemon=True)
+        self.reader.start()
+
+    def _follow(self) -> None:
+        for line in self.process.stdout:  # ends when the worker exits
+            if line.strip().isdigit():
+                self.steps_done = int(line)
+
+    def close(self) -> str | None:
+        """After the process has ended: the last report read, the files closed; its error, if it failed."""
+        self.reader.join(timeout=10)
+        if not self.reader.is_alive():  # a reader still inside readline keeps its pipe; it ends with the process
+            self.process.stdout.close()
+        error = None
+        if self.process.returncode != 0:
+            self.log.seek(0)
+            error = f"{self.name}: exit {self.process.returncode}: {self.log.read()[-800:].strip()}"
+        self.log.close()
+        return error
 
 
 def main(argv=None) -> int:
@@ -141,6 +186,8 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cache", required=True)
     parser.add_argument("--key", default=None, help="the caller's cache key: the worker's must be the same")
+    parser.add_argument("--report", action="store_true",
+                        help="write the steps done to standard output, one line per hundredth of the steps")
     args = parser.parse_args(argv)
     torch.set_num_threads(max(1, args.threads))
     config = ExperimentConfig.from_dict(json.loads(args.config))
@@ -151,7 +198,14 @@ def main(argv=None) -> int:
     if args.key is not None and args.key != key:  # the package's files changed after the caller started
         parser.exit(3, f"revformer.worker: the package's code differs from the caller's (another key for "
                        f"{group.name}): run again\n")
-    run = train_group(config, group, splits, schedule, cpu, progress=False)
+    every = max(1, args.steps // 100)
+
+    def report(step):
+        if step % every == 0 or step == args.steps:
+            print(step, flush=True)
+
+    run = train_group(config, group, splits, schedule, cpu, progress=False,
+                      on_step=report if args.report else None)
     save_run(cache_path(args.cache, group, key), key, run)
     return 0
 
