@@ -1,4 +1,5 @@
 """No reader waits in silence: a line before training, bars while it runs, nothing when quiet."""
+import os
 import re
 import subprocess
 import sys
@@ -101,7 +102,7 @@ def test_nothing_is_printed_when_quiet(small_config, tmp_path, how):
     script = (f"from revformer.config import ExperimentConfig\nfrom revformer.experiment import load_experiment\n"
               f"config = ExperimentConfig.from_dict({small_config.to_dict()!r})\n"
               f"load_experiment(config, device='cpu', cache_dir={str(tmp_path)!r}, progress={progress}, parallel=True)\n")
-    env = {k: v for k, v in __import__("os").environ.items() if k != "REVFORMER_PROGRESS"}
+    env = {k: v for k, v in os.environ.items() if k != "REVFORMER_PROGRESS"}
     if how != "progress=False":
         env["REVFORMER_PROGRESS"] = "0"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)

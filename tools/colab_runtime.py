@@ -25,9 +25,9 @@ import contextlib
 import functools
 import hashlib
 import http.server
+import importlib.util
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -47,8 +47,11 @@ NOT_IN_COLAB = ("REVFORMER_", "PYTHONPATH", "MPLBACKEND", "OMP_NUM_THREADS", "VI
 
 
 def published_site() -> str:
-    text = (ROOT / "_config.yml").read_text(encoding="utf-8")
-    return re.search(r"^\s+baseurl:\s*(\S+)\s*$", text, re.M).group(1).rstrip("/") + "/"
+    """The site ``_config.yml`` names, as ``tools/book.py`` reads it (the one place that parses it)."""
+    spec = importlib.util.spec_from_file_location("book_tool", ROOT / "tools" / "book.py")
+    book = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(book)
+    return book.named()[1]
 
 
 @contextlib.contextmanager
