@@ -1,4 +1,5 @@
-# make book  : build the HTML book into _build/html (make book SEED=7: the whole book with seed 7)
+# make book  : build the HTML book into _build/html, its Chinese edition into _build/html/zh_CN
+#              (make book SEED=7: the whole book with seed 7)
 # make test  : run every test (the book is built first: the tests check the site too)
 # make unit  : the package's tests alone, without the book or a browser, in under a minute
 # make bench : the speed benchmark
@@ -12,7 +13,7 @@ export REVFORMER_PROGRESS ?= 0
 # The seed of the models' initial weights for the whole book (42 is the article's).
 SEED ?= 42
 
-.PHONY: book test unit bench clean setup-cells retarget chromium
+.PHONY: book test unit bench clean setup-cells retarget translations chromium
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +63,11 @@ chromium:
 bench: $(VENV)/.test book
 	$(PY) -m revformer bench --sweep --browser --book --out _build/bench.json
 	$(PY) tools/colab_runtime.py bench --chapters 10 16 --out _build/colab-waits.json
+
+# The Chinese edition's notebooks and pages (zh_CN/book), from the catalogues in locale/zh_CN
+# and the English sources: run it after changing either (CONTRIBUTING.md, "The Chinese edition").
+translations:
+	$(PYTHON) tools/translations.py notebooks
 
 # The repository and the site are named once, in _config.yml; these derive the rest.
 setup-cells:

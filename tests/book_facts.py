@@ -82,5 +82,8 @@ def revformer_public_names() -> set[str]:
     return {n for n in names if not n.startswith("_")}
 
 
-def page(name: str) -> Path:
-    return HTML / f"{name}.html"
+EDITIONS = ("en", "zh_CN")  # the English site, and its Chinese edition in the folder zh_CN/
+
+
+def page(name: str, edition: str = "en") -> Path:
+    return (HTML if edition == "en" else HTML / edition) / f"{name}.html"

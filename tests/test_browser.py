@@ -7,9 +7,15 @@ import threading
 
 import pytest
 
-from book_facts import HTML, chapter_files, page
+from book_facts import EDITIONS, HTML, chapter_files, page
 
 PAGES = ["book/intro", *chapter_files(), "book/playground", "book/glossary"]
+# What a graded question says first when wrong and when right, in each edition (revformer.quiz.UI).
+SAYS = {"en": ("Not quite", "Correct"), "zh_CN": ("还不对", "正确")}
+
+
+def address(name, edition):
+    return name if edition == "en" else f"{edition}/{name}"
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +56,12 @@ def open_page(browser, site, name):
 
 
 @pytest.mark.book
+@pytest.mark.parametrize("edition", EDITIONS)
 @pytest.mark.parametrize("name", PAGES)
-def test_page_in_a_browser(browser, site, name):
-    assert page(name).exists(), name
-    context, tab, errors, outside = open_page(browser, site, name)
+def test_page_in_a_browser(browser, site, name, edition):
+    assert page(name, edition).exists(), name
+    wrong_says, right_says = SAYS[edition]
+    context, tab, errors, outside = open_page(browser, site, address(name, edition))
     try:
         maths = tab.locator(".math").count()
         if maths:
@@ -68,7 +76,7 @@ def test_page_in_a_browser(browser, site, name):
                 quiz.locator("input[type=radio]").nth(wrong).check()
                 check.click()
                 assert "rf-wrong" in feedback.get_attribute("class")
-                assert feedback.text_content().startswith("Not quite")
+                assert feedback.text_content().startswith(wrong_says)
                 quiz.locator("input[type=radio]").nth(data["answer"]).check()
             else:
                 quiz.locator("input[type=text]").fill(str(data["answer"] + 10 * data["tolerance"] + 1))
@@ -77,7 +85,7 @@ def test_page_in_a_browser(browser, site, name):
                 quiz.locator("input[type=text]").fill(str(data["answer"]))
             check.click()
             assert "rf-right" in feedback.get_attribute("class")
-            assert feedback.text_content().startswith("Correct")
+            assert feedback.text_content().startswith(right_says)
         assert errors == [], f"console errors: {errors}"
         assert outside == [], f"requests outside the site: {outside}"
     finally:
@@ -89,10 +97,11 @@ EXPLORER_PAGES = ["book/10_heatmaps", "book/11_mask_off", "book/12_ablations", "
 
 
 @pytest.mark.book
+@pytest.mark.parametrize("edition", EDITIONS)
 @pytest.mark.parametrize("name", EXPLORER_PAGES)
-def test_explorers_run_the_model_in_the_built_page(browser, site, name):
+def test_explorers_run_the_model_in_the_built_page(browser, site, name, edition):
     """The explorer of the built page computes the trained model, offline, and answers the reader."""
-    context, tab, errors, outside = open_page(browser, site, name)
+    context, tab, errors, outside = open_page(browser, site, address(name, edition))
     try:
         explorer = tab.locator(".rf-playground").first
         explorer.locator("rect.rfp-cell").first.wait_for(timeout=20000)
@@ -103,9 +112,11 @@ def test_explorers_run_the_model_in_the_built_page(browser, site, name):
                               arg=explorer.element_handle(), timeout=20000)
         answer = explorer.locator("td.rfp-tok").all_text_contents()
         assert answer[:6] == list("654321"), answer  # every trained group reverses it
+        verdict = explorer.locator(".rfp-verdict").text_content()
+        assert verdict.startswith({"en": "Right:", "zh_CN": "正确："}[edition]), verdict  # in the page's language
         assert tab.evaluate("window.revformerModel.generate('four_heads', [1, 2, 3, 4, 5, 6])") == [6, 5, 4, 3, 2, 1, 12]
         digits.fill("12345")
-        assert "six digits" in explorer.locator(".rfp-error").text_content()
+        assert {"en": "six digits", "zh_CN": "六个"}[edition] in explorer.locator(".rfp-error").text_content()
         assert errors == [], f"console errors: {errors}"
         assert outside == [], f"requests outside the site: {outside}"
     finally:

@@ -84,6 +84,18 @@ def test_with_the_site_unreachable_the_setup_cell_stops_with_its_two_lines(runti
     assert runtime.installed() is None
 
 
+def test_the_chinese_setup_cell_says_its_two_lines_in_chinese(runtime, site):
+    nb = colab.downloaded(site, "01_task", served_as=colab.unreachable_site(), edition="zh_CN")
+    nb["cells"] = [next(c for c in nb["cells"] if c["cell_type"] == "code")]  # the setup cell
+    execution = runtime.run(nb, allow_errors=True)
+    (error,) = [o for o in execution.notebook.cells[0].outputs if o.output_type == "error"]
+    lines = error.evalue.strip().splitlines()
+    assert error.ename == "SystemExit" and len(lines) == 2, error.evalue
+    assert lines[0].startswith("无法从 http://127.0.0.1:") and "安装 revformer " in lines[0]
+    assert "上传" in lines[1] and "!pip install revformer-" in lines[1]
+    assert runtime.installed() is None
+
+
 def test_chapter_1_installs_the_package_from_the_site_and_runs(runtime, site):
     import revformer
 
@@ -94,6 +106,15 @@ def test_chapter_1_installs_the_package_from_the_site_and_runs(runtime, site):
     _every_cell_ran(execution)
     assert runtime.installed() == revformer.__version__ and _installed_from_the_wheel(runtime)
     assert f"/downloads/revformer-{revformer.__version__}-py3-none-any.whl" in REQUESTED  # from the served site
+
+
+def test_the_chinese_chapter_1_runs_and_answers_in_chinese(runtime, site):
+    """The Chinese notebook's setup cell sets the language: its quizzes and sentences come out in Chinese."""
+    execution = runtime.run(colab.downloaded(site, "01_task", edition="zh_CN"))
+    code = _every_cell_ran(execution)
+    html = [o["data"]["text/html"] for c in code for o in c.outputs if "text/html" in o.get("data", {})]
+    quizzes = [h for h in html if 'class="rf-quiz"' in h]
+    assert quizzes and all("<strong>问题。</strong>" in h for h in quizzes)
 
 
 def test_chapter_10_trains_with_bars_and_its_live_explorer_redraws(runtime, site):

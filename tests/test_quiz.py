@@ -20,6 +20,7 @@ def test_choice_html_carries_question_answer_and_feedback():
     html = q._repr_html_()
     assert "<code>position</code>" in html and html.count('type="radio"') == 3
     data = _data(html)
+    assert data.pop("ui")["correct"] == "Correct. "  # what the page says, in the question's language
     assert data == {"kind": "choice", "answer": 1, "explanation": "SEP at 7 predicts it.",
                     "feedback": ["6 predicts SEP", "", "8 holds it"]}
     assert "http" not in html  # nothing loaded from anywhere

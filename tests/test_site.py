@@ -1,4 +1,5 @@
 """The built HTML book (`make book` writes _build/html; `make test` builds it first)."""
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -6,7 +7,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from book_facts import (FIGURE_CHAPTERS, HTML, REPO_URL, chapter_files, chapter_number, page, toc_files)
+from book_facts import (EDITIONS, FIGURE_CHAPTERS, HTML, REPO_URL, chapter_files, chapter_number, page,
+                        toc_files)
 
 pytestmark = pytest.mark.book
 
@@ -40,41 +42,57 @@ def all_pages():
     return sorted(p for p in HTML.rglob("*.html") if "_static" not in p.parts)
 
 
-def test_every_toc_page_was_built():
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_every_toc_page_was_built(edition):
     for name in toc_files():
-        assert page(name).exists(), name
+        assert page(name, edition).exists(), name
 
 
+def _in(edition, name):
+    """A chapter's path in the repository: the Chinese notebooks are in zh_CN/ (tools/translations.py)."""
+    return name if edition == "en" else f"{edition}/{name}"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
 @pytest.mark.parametrize("name", CHAPTERS)
-def test_launch_links(name):
+def test_launch_links(name, edition):
+    """Colab and Binder open this edition's notebook: a Chinese page opens the Chinese one."""
     owner_repo = urlsplit(REPO_URL).path.strip("/")
-    hrefs = [a.get("href", "") for t, a in tags(page(name)) if t == "a"]
-    assert f"https://colab.research.google.com/github/{owner_repo}/blob/main/{name}.ipynb" in hrefs
-    assert any(h.startswith(f"https://mybinder.org/v2/gh/{owner_repo}/main") and name in unquote(h)
+    hrefs = [a.get("href", "") for t, a in tags(page(name, edition)) if t == "a"]
+    assert f"https://colab.research.google.com/github/{owner_repo}/blob/main/{_in(edition, name)}.ipynb" in hrefs
+    assert any(h.startswith(f"https://mybinder.org/v2/gh/{owner_repo}/main") and _in(edition, name) in unquote(h)
                for h in hrefs)
+    downloads = [a.get("href", "") for t, a in tags(page(name, edition))
+                 if t == "a" and "btn-download-source-button" in a.get("class", "")]
+    assert downloads == [f"../_sources/{name}.ipynb"], downloads  # the download button: this edition's notebook
+    notebook = json.loads((page(name, edition).parent / downloads[0]).resolve().read_text(encoding="utf-8"))
+    assert notebook["metadata"].get("revformer", {}).get("language", "en") == edition
 
 
+@pytest.mark.parametrize("edition", EDITIONS)
 @pytest.mark.parametrize("name", CHAPTERS)
-def test_check_section_hidden_answers_and_graded_question(name):
-    html = page(name).read_text(encoding="utf-8")
-    start = html.index('id="check-your-understanding"')
+def test_check_section_hidden_answers_and_graded_question(name, edition):
+    html = page(name, edition).read_text(encoding="utf-8")
+    start = html.index('id="check-your-understanding"' if edition == "en" else "<h2>检查你的理解<")
     section = html[start:]
     assert section.count("<details") >= 3 and "<details open" not in section
     assert 'class="rf-quiz"' in section and "rf-quiz-data" in section
 
 
+@pytest.mark.parametrize("edition", EDITIONS)
 @pytest.mark.parametrize("name", CHAPTERS)
-def test_figures_have_alt_text(name):
-    images = [a for t, a in tags(page(name)) if t == "img" and "_images/" in a.get("src", "")]
+def test_figures_have_alt_text(name, edition):
+    images = [a for t, a in tags(page(name, edition)) if t == "img" and "_images/" in a.get("src", "")]
     if chapter_number(name) in FIGURE_CHAPTERS:
         assert images, "this chapter must show a figure"
     for attrs in images:
         assert len(attrs.get("alt", "").strip()) > 20, f"figure {attrs['src']} lacks alt text"
 
 
+@pytest.mark.parametrize("edition", EDITIONS)
 @pytest.mark.parametrize("name", CHAPTERS)
-def test_no_error_stderr_or_frozen_widget(name):
-    html = page(name).read_text(encoding="utf-8")
+def test_no_error_stderr_or_frozen_widget(name, edition):
+    html = page(name, edition).read_text(encoding="utf-8")
     assert "Traceback (most recent call last)" not in html
     for marker in ('class="output stderr"', 'class="output traceback"', "output_error",
                    "application/vnd.jupyter.widget-view+json", "widget-view"):
@@ -109,30 +127,36 @@ def test_every_local_link_resolves():
             assert target.exists(), f"{path.relative_to(HTML)} links to missing {url}"
 
 
-def test_downloads_are_linked_from_the_introduction():
-    hrefs = {a.get("href") for t, a in tags(page("book/intro")) if t == "a"}
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_downloads_are_linked_from_the_introduction(edition):
+    root = HTML if edition == "en" else HTML / edition
+    hrefs = {a.get("href") for t, a in tags(page("book/intro", edition)) if t == "a"}
     for name in DOWNLOADS:
         assert f"../downloads/{name}" in hrefs, name
-        assert (HTML / "downloads" / name).stat().st_size > 0
+        assert (root / "downloads" / name).stat().st_size > 0
     for name in CHAPTERS:
         notebook = f"../downloads/notebooks/{name.split('/')[-1]}.ipynb"
-        assert notebook in hrefs and (HTML / notebook[3:]).exists()
+        assert notebook in hrefs and (root / notebook[3:]).exists()
+        language = json.loads((root / notebook[3:]).read_text(encoding="utf-8"))["metadata"].get("revformer", {})
+        assert language.get("language", "en") == edition, f"{notebook} of the {edition} site is not in its language"
     import revformer
 
     wheel = f"../downloads/revformer-{revformer.__version__}-py3-none-any.whl"  # what the setup cells install
-    assert wheel in hrefs and (HTML / wheel[3:]).stat().st_size > 0
+    assert wheel in hrefs and (root / wheel[3:]).stat().st_size > 0
 
 
+@pytest.mark.parametrize("edition", EDITIONS)
 @pytest.mark.parametrize("name", ["book/10_heatmaps", "book/11_mask_off", "book/12_ablations", "book/playground"])
-def test_explorers_run_the_model_from_the_site_itself(name):
+def test_explorers_run_the_model_from_the_site_itself(name, edition):
     """Each explorer loads the exported model from the site's own /web/ folder, relatively."""
-    html = page(name).read_text(encoding="utf-8")
+    root = HTML if edition == "en" else HTML / edition
+    html = page(name, edition).read_text(encoding="utf-8")
     assert 'class="rf-playground"' in html
-    sources = {a.get("src") for t, a in tags(page(name)) if t == "script" and a.get("src")}
+    sources = {a.get("src") for t, a in tags(page(name, edition)) if t == "script" and a.get("src")}
     assert {"../web/revformer-weights.js", "../web/revformer-model.js"} <= sources
     for script in ("revformer-weights.js", "revformer-model.js"):
-        assert (HTML / "web" / script).stat().st_size > 0
-    size = sum(p.stat().st_size for p in (HTML / "web").iterdir())
+        assert (root / "web" / script).stat().st_size > 0
+    size = sum(p.stat().st_size for p in (root / "web").iterdir())
     assert size <= 1_500_000, f"the model for the browser adds {size:,} bytes to the site"
 
 
@@ -197,3 +221,54 @@ def test_every_exercise_shows_its_solution_collapsed():
             assert "Show the solution" in html
         else:
             assert shown == 0, f"{name} shows a solution but is not in EXERCISE_CHAPTERS"
+
+
+def test_every_page_links_to_the_same_page_in_the_other_edition():
+    """The header of every page, in either edition, links to its counterpart, which exists."""
+    zh_root = HTML / "zh_CN"
+    # index.html is a redirect to the introduction; the index and search pages have the link too
+    pages = [p for p in all_pages() if p.relative_to(HTML).as_posix() not in ("index.html", "zh_CN/index.html")]
+    assert len([p for p in pages if zh_root in p.parents]) >= len(toc_files())
+    for path in pages:
+        chinese = zh_root in path.parents
+        links = [a for t, a in tags(path) if t == "a" and "rf-edition" in a.get("class", "")]
+        assert len(links) == 1, f"{path.relative_to(HTML)} has {len(links)} edition links"
+        href = links[0]["href"]
+        target = (path.parent / href).resolve()
+        twin = (HTML / path.relative_to(zh_root)) if chinese else (zh_root / path.relative_to(HTML))
+        assert target == twin.resolve() and target.exists(), f"{path.relative_to(HTML)} links to {href}"
+        assert links[0]["hreflang"] == ("en" if chinese else "zh-CN")
+
+
+def test_the_chinese_edition_is_written_and_searchable_in_chinese():
+    """Chinese pages declare their language, and Sphinx's search index (split by jieba) has Chinese words."""
+    for name in toc_files():
+        html = page(name, "zh_CN").read_text(encoding="utf-8")
+        assert re.search(r'<html[^>]* lang="zh-CN"', html), name
+        text = re.sub(r"<[^>]+>", "", html)
+        assert len(re.findall(r"[\u4e00-\u9fff]", text)) > 200, f"{name}: little Chinese on the Chinese page"
+        for english in ("Launch on Colab", "Toggle primary sidebar", "Link to this heading", "Search this book",
+                        "列印成"):  # the theme's words too
+            assert english not in html, f"{name}: {english!r} on the Chinese page"
+    index = (HTML / "zh_CN" / "searchindex.js").read_text(encoding="utf-8")
+    terms = json.loads(index[len("Search.setIndex("):index.rindex(")")])["terms"]
+    chinese = [t for t in terms if re.fullmatch(r"[\u4e00-\u9fff]{2,}", t)]
+    assert len(chinese) > 500, "the Chinese search index holds few Chinese words (is jieba installed?)"
+    for word in ("注意力", "教师", "消融", "反转", "教师强制", "反转对齐"):  # words, and the book's terms whole
+        assert word in terms, word
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_the_chinese_page_prints_what_the_english_page_prints(name):
+    """One executed source: every printed output and every figure of a chapter is the same in both editions."""
+    def printed(edition):
+        html = page(name, edition).read_text(encoding="utf-8")
+        blocks = re.findall(r'<div class="output stream[^"]*">\s*<pre>(.*?)</pre>', html, re.S)
+        return blocks, re.findall(r'<img [^>]*src="(\.\./_images/[^"]+)"', html)
+
+    (en_text, en_images), (zh_text, zh_images) = printed("en"), printed("zh_CN")
+    assert zh_text == en_text, f"{name}: the Chinese page prints other text than the English one"
+    assert len(zh_images) == len(en_images)
+    for en_image, zh_image in zip(en_images, zh_images):
+        same = (page(name).parent / en_image).read_bytes() == (page(name, "zh_CN").parent / zh_image).read_bytes()
+        assert same, f"{name}: figure {zh_image} differs from the English page's {en_image}"

@@ -500,10 +500,10 @@ def test_typing_shows_errors_without_moving_anything(playground, experiment):
     alert = root.locator("[role=alert]")
     assert box.get_attribute("aria-describedby") == alert.get_attribute("id")
     box.fill("31a205")
-    assert alert.text_content() == 'digit 2 must be an integer 0-9, got "a"'
+    assert alert.text_content() == "Type exactly six digits 0-9 (got \u201c31a205\u201d)."  # the page's words
     assert [_box(p) for p in places] == before
     box.fill("1234")
-    assert alert.text_content() == "expected six digits 0-9 (an array of 6 integers), got [1, 2, 3, 4]"
+    assert alert.text_content() == "Type exactly six digits 0-9 (got \u201c1234\u201d)."
     assert root.get_attribute("data-answer") == "5 0 2 4 1 3 <EOS>"  # the last good answer stays
     assert [_box(p) for p in places] == before
     box.focus()

@@ -2,7 +2,9 @@
 
 ``build`` is the whole book build, the one ``make book`` runs: the experiment
 and its downloads, the package's wheel, the chapter notebooks as downloads,
-then every chapter executed and the site built with warnings as errors.
+then every chapter executed and the site built with warnings as errors, then
+the Chinese edition from the same executed chapters, into ``_build/html/zh_CN``
+(``tools/translations.py``).
 
 One place names the repository and the published site: ``_config.yml``
 (``repository.url`` and ``html.baseurl``). Everything else that names them is
@@ -80,7 +82,7 @@ def write(path: Path, nb: dict) -> None:
 
 
 def setup_cells() -> int:
-    """Render the template into the first code cell of every notebook."""
+    """Render the template into the first code cell of every notebook (the Chinese ones too)."""
     source = setup_cell_source()
     for path in notebooks():
         nb = read(path)
@@ -88,7 +90,15 @@ def setup_cells() -> int:
         cell["source"] = source.splitlines(keepends=True)
         cell["metadata"]["tags"] = sorted(set(cell["metadata"].get("tags", [])) | {"remove-cell"})
         write(path, nb)
+    _translations().write_notebooks()  # zh_CN/book: their setup cells and links derive from the same
     return 0
+
+
+def _translations():
+    sys.path.insert(0, str(ROOT / "tools"))
+    import translations
+
+    return translations
 
 
 def retarget(repo: str, site: str | None) -> int:
@@ -101,7 +111,7 @@ def retarget(repo: str, site: str | None) -> int:
     if not site.startswith(("https://", "http://")):
         raise SystemExit(f"SITE must be an http(s) URL, got {site!r}")
     old_repo, old_site = named()
-    for path in [ROOT / p for p in NAMED_IN] + notebooks():
+    for path in [ROOT / p for p in NAMED_IN] + notebooks() + sorted((ROOT / "locale").rglob("*.json")):
         if path.exists():
             text = path.read_text(encoding="utf-8")
             new = text.replace(old_site, site).replace(old_site.rstrip("/"), site.rstrip("/"))
@@ -135,7 +145,7 @@ def problems() -> list[str]:
                 continue
             if not (url + "/").startswith(site) and url.rstrip("/") + "/" != site:
                 found.append(f"{path.relative_to(ROOT)}: names the site {url}, not {site}")
-    return found
+    return found + _translations().outdated_notebooks()
 
 
 BUILD = ROOT / "_build"
@@ -184,6 +194,8 @@ def build(seed: int) -> int:
     env["REVFORMER_STATIC_BUILD"] = "1"
     _run(python, "-c", "from jupyter_book.cli.main import main; main()", "build", ".", "-W", "-n",
          "--keep-going", env=env)
+    # The Chinese edition, from the English one's executed notebooks (tools/translations.py).
+    _run(python, ROOT / "tools" / "translations.py", "build", "--build", BUILD, env=env)
     return 0
 
 

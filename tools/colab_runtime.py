@@ -87,9 +87,13 @@ def unreachable_site() -> str:
     return f"http://127.0.0.1:{port}/"
 
 
-def downloaded(site: str, name: str, served_as: str | None = None) -> dict:
-    """Chapter ``name`` (``10_heatmaps``) from the site's downloads, its setup cell pointed at ``served_as``."""
-    with urllib.request.urlopen(f"{site}downloads/notebooks/{name}.ipynb", timeout=30) as response:
+def downloaded(site: str, name: str, served_as: str | None = None, edition: str = "en") -> dict:
+    """Chapter ``name`` (``10_heatmaps``) from the site's downloads, its setup cell pointed at ``served_as``.
+
+    ``edition="zh_CN"``: the Chinese notebook, from the Chinese site's downloads.
+    """
+    folder = "" if edition == "en" else f"{edition}/"
+    with urllib.request.urlopen(f"{site}{folder}downloads/notebooks/{name}.ipynb", timeout=30) as response:
         text = response.read().decode("utf-8")
     return json.loads(text.replace(published_site(), served_as or site))
 

@@ -27,6 +27,16 @@ axe-core's ``label-content-name-mismatch``). This extension writes the
 summary without that label, so its name is the text it shows ("Show code
 cell source", "Hide code cell source" once open).
 
+The book has two editions, English and Simplified Chinese (``zh_CN/``, built
+by ``tools/translations.py`` from the same executed notebooks). Every page of
+either links to the same page of the other: ``edition_link`` gives the header
+(``_templates/edition-link.html``, after the launch buttons) the link and
+``<head>`` an ``hreflang`` alternate. ``revformer_language`` names the edition
+being built; the Chinese one lives in the folder ``zh_CN/`` of the English
+site and holds its own copy of the downloads and the model for the browser,
+so a link to the English site's root (``revformer_site_root``), such as the
+playground's scripts, is pointed at that copy.
+
 ``revformer.source`` listings are Markdown outputs whose fence the theme
 highlights with its accessible light and dark styles;
 ``_static/revformer-book.css`` sets their head in the theme's muted text
@@ -91,8 +101,12 @@ def relative_site_links(app, pagename, templatename, context, doctree):
     here = posixpath.dirname(app.builder.get_target_uri(pagename))
     seen = app.__dict__.setdefault("revformer_site_links", [])  # this build's pages only
 
+    root = app.config.revformer_site_root  # the Chinese edition: the English site, which it mirrors
+
     def rewrite(match):
         url = html.unescape(match.group(2))
+        if root and url.startswith(root) and not url.startswith(base):
+            url = base + url[len(root):]  # web/ and downloads/ are copied into the Chinese site too
         if not url.startswith(base):
             return match.group(0)
         target, _, fragment = url[len(base):].partition("#")
@@ -134,7 +148,56 @@ def depart_hidden_cell(self, node):
     self.body.append("</details>\n")
 
 
+EDITIONS = {"en": ("zh_CN/", "zh-CN", "中文版", "本页的简体中文版"),
+            "zh_CN": ("../", "en", "English", "This page in English")}
+
+
+def edition_link(app, pagename, templatename, context, doctree):
+    """The header's link to this page in the other edition, and the ``<head>``'s alternate."""
+    prefix, hreflang, text, title = EDITIONS[app.config.revformer_language]
+    here = app.builder.get_target_uri(pagename)
+    href = posixpath.relpath(prefix + here, posixpath.dirname(here) or ".")
+    context.update(revformer_edition_href=href, revformer_edition_hreflang=hreflang,
+                   revformer_edition_text=text, revformer_edition_title=title)
+    context["metatags"] = context.get("metatags", "") + (
+        f'\n<link rel="alternate" hreflang="{hreflang}" href="{html.escape(href)}" />')
+
+
+def theme_header(app, config):
+    """Put the edition link after the launch buttons in every page's header."""
+    config.templates_path = list(config.templates_path or []) + [str(TEMPLATES)]
+    options = dict(config.html_theme_options or {})
+    options.setdefault("article_header_end", ["article-header-buttons.html", "edition-link.html"])
+    if config.revformer_language == "zh_CN":  # the theme's own box, which Sphinx's translations leave English
+        options["search_bar_text"] = "搜索本书……"
+    config.html_theme_options = options
+
+
+# The theme's own words that its Simplified Chinese catalogue leaves English (or writes in the
+# Traditional wording): the Chinese edition's pages get these, as attribute values and as texts.
+CHROME_ZH = {"Toggle primary sidebar": "切换主侧栏", "Toggle secondary sidebar": "切换次侧栏",
+             "Launch interactive content": "打开交互式内容", "Launch on Binder": "在 Binder 中打开",
+             "Launch on Colab": "在 Colab 中打开", "Binder logo": "Binder 标志", "Colab logo": "Colab 标志",
+             "Color mode": "颜色模式", "System Settings": "跟随系统", "Light": "浅色", "Dark": "深色",
+             "Link to this heading": "链接到此标题", "列印成 PDF": "打印为 PDF", "Download this page": "下载本页",
+             "Download source file": "下载源文件", "Fullscreen mode": "全屏模式", "Table of contents": "目录",
+             "Skip to main content": "跳到主要内容", "Back to top": "回到顶部"}
+
+
+def chrome_in_chinese(app, exception):
+    """Write the theme's leftover English words of every Chinese page in Chinese."""
+    if exception is not None or app.builder.format != "html" or app.config.revformer_language != "zh_CN":
+        return
+    pattern = re.compile('(="|>\\s*)(' + "|".join(map(re.escape, CHROME_ZH)) + ')(?=\\s*(?:"|<))')
+    for path in Path(app.outdir).rglob("*.html"):
+        text = path.read_text(encoding="utf-8")
+        new = pattern.sub(lambda m: m.group(1) + CHROME_ZH[m.group(2)], text)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+
+
 STATIC = Path(__file__).parent / "_static"
+TEMPLATES = Path(__file__).parent / "_templates"
 
 
 def add_static(app):
@@ -148,8 +211,13 @@ def setup(app):
     app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_hidden_cell))
     app.connect("builder-inited", add_static)
     app.add_css_file("revformer-book.css")
+    app.add_config_value("revformer_language", "en", "html", [str])
+    app.add_config_value("revformer_site_root", "", "html", [str])
     app.connect("config-inited", default_light_mode)
+    app.connect("config-inited", theme_header)
+    app.connect("html-page-context", edition_link)
     app.connect("html-page-context", dedupe_scripts, priority=900)
     app.connect("html-page-context", relative_site_links, priority=950)
     app.connect("build-finished", check_site_links)
+    app.connect("build-finished", chrome_in_chinese)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

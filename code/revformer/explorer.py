@@ -36,16 +36,19 @@ class LiveExplorer:
     def __init__(self, model, digits: str = "314205"):
         import ipywidgets as widgets
 
+        from .i18n import language
+
         self.model = model
+        self.text = t = LABELS[language()]
         heads = model.blocks[0].attention.num_heads
-        self.digits = widgets.Text(value=digits, description="digits")
-        self.layer = widgets.Dropdown(options=[(f"layer {i}", i) for i in range(len(model.blocks))],
-                                      description="layer")
-        self.head = widgets.Dropdown(options=[(f"head {i}", i) for i in range(heads)] + [("mean of heads", "mean")],
-                                     description="head")
+        self.digits = widgets.Text(value=digits, description=t["digits"])
+        self.layer = widgets.Dropdown(options=[(t["layer"].format(i), i) for i in range(len(model.blocks))],
+                                      description=t["layer_label"])
+        self.head = widgets.Dropdown(options=[(t["head"].format(i), i) for i in range(heads)] + [(t["mean"], "mean")],
+                                     description=t["head_label"])
         self.row = widgets.Dropdown(options=list(range(2 * PROMPT_LEN - 2)), value=PROMPT_LEN - 1,
-                                    description="query row")
-        self.causal = widgets.Checkbox(value=True, description="causal mask")
+                                    description=t["row"])
+        self.causal = widgets.Checkbox(value=True, description=t["mask"])
         self.status = widgets.HTML()
         self.output = widgets.Output()
         for control in (self.digits, self.layer, self.head, self.row, self.causal):
@@ -73,8 +76,7 @@ class LiveExplorer:
         text = self.digits.value.strip().replace(" ", "")
         if len(text) != 6 or not text.isdigit():
             self.weights = self.answer = None
-            self.status.value = ("<b>Type exactly six digits 0-9</b> (got "
-                                 f"{html_lib.escape(repr(self.digits.value))}).")
+            self.status.value = self.text["bad"].format(html_lib.escape(repr(self.digits.value)))
             self.output.clear_output()
             return
         prompt = torch.tensor([encode([int(c) for c in text])[:PROMPT_LEN]])
@@ -89,10 +91,11 @@ class LiveExplorer:
         labels = position_labels(tokens.tolist())
         right = text[::-1]
         ok = "".join(str(int(t)) for t in answer[:6]) == right and int(answer[6]) == 12
-        self.status.value = (f"Model's answer: <b>{html_lib.escape(self.answer)}</b> "
-                             f"({'right' if ok else 'wrong: expected ' + ' '.join(right) + ' <EOS>'}); "
-                             f"query {row} ({html_lib.escape(labels[row])}) predicts "
-                             f"{html_lib.escape(format_tokens([full[row + 1]]))}.")
+        t = self.text
+        self.status.value = t["status"].format(
+            answer=html_lib.escape(self.answer),
+            verdict=t["right"] if ok else t["wrong"].format(" ".join(right) + " &lt;EOS&gt;"),
+            row=row, label=html_lib.escape(labels[row]), next=html_lib.escape(format_tokens([full[row + 1]])))
         self.row_weights = w[row]
         self.output.clear_output(wait=True)
         with self.output:
@@ -116,6 +119,22 @@ class LiveExplorer:
         display(self.widget)
 
 
+# The widgets' labels and the status line, in each of the book's languages (revformer.i18n);
+# the figure keeps English labels, like every figure of the book.
+LABELS = {
+    "en": {"digits": "digits", "layer": "layer {}", "layer_label": "layer", "head": "head {}", "head_label": "head",
+           "mean": "mean of heads", "row": "query row", "mask": "causal mask",
+           "bad": "<b>Type exactly six digits 0-9</b> (got {}).",
+           "status": "Model's answer: <b>{answer}</b> ({verdict}); query {row} ({label}) predicts {next}.",
+           "right": "right", "wrong": "wrong: expected {}"},
+    "zh_CN": {"digits": "数字", "layer": "第 {} 层", "layer_label": "层", "head": "头 {}", "head_label": "头",
+              "mean": "各头平均", "row": "query 行", "mask": "因果 mask",
+              "bad": "<b>请输入恰好六个 0-9 的数字</b>（收到的是 {}）。",
+              "status": "模型的答案：<b>{answer}</b>（{verdict}）；query {row}（{label}）预测 {next}。",
+              "right": "正确", "wrong": "错误：应为 {}"},
+}
+
+
 def live_explorer(model, digits: str = "314205", static=None):
     """The live explorer; in the static book build, a one-line note and ``static`` instead.
 
@@ -130,7 +149,11 @@ def live_explorer(model, digits: str = "314205", static=None):
         if static is None:
             raise ValueError("in the static build, live_explorer needs static=, an explorer that runs without a "
                              "kernel, such as revformer.web.chapter_explorer(10)")
-        display(HTML("<p><em>The live explorer runs in Colab or Jupyter (open this chapter there with the "
-                     "launch button); here the same trained model runs in your browser instead.</em></p>"))
+        from .i18n import show
+
+        show(HTML("<p><em>The live explorer runs in Colab or Jupyter (open this chapter there with the "
+                  "launch button); here the same trained model runs in your browser instead.</em></p>"),
+             HTML("<p><em>实时探索器在 Colab 或 Jupyter 中运行（用启动按钮在那里打开本章）；"
+                  "这里改为在你的浏览器中运行同一个训练好的模型。</em></p>"))
         return static
     return LiveExplorer(model, digits)

@@ -46,6 +46,7 @@ _SCRIPT = r"""<script>
     if (/^[-+]?\d{1,3}(,\d{3})+(\.\d*)?$/.test(t)) { return t.replace(/,/g, ""); }
     return (t.match(/,/g) || []).length === 1 && t.indexOf(".") < 0 ? t.replace(",", ".") : t;
   }
+  var ui = data.ui;  // what the quiz says, in its language
   function say(right, text) {
     out.className = "rf-quiz-feedback " + (right ? "rf-right" : "rf-wrong");
     out.textContent = text;
@@ -53,21 +54,43 @@ _SCRIPT = r"""<script>
   root.querySelector("button.rf-quiz-check").addEventListener("click", function () {
     if (data.kind === "choice") {
       var picked = root.querySelector("input[type=radio]:checked");
-      if (!picked) { say(false, "Pick an answer first."); return; }
+      if (!picked) { say(false, ui.pick); return; }
       var i = Number(picked.value);
-      if (i === data.answer) { say(true, "Correct. " + data.explanation); }
-      else { say(false, "Not quite. " + (data.feedback[i] || "Read the question again and retry.")); }
+      if (i === data.answer) { say(true, ui.correct + data.explanation); }
+      else { say(false, ui.wrong + (data.feedback[i] || ui.retry)); }
     } else {
       var raw = root.querySelector("input[type=text]").value.trim();
       var value = Number(readNumber(raw));
-      if (raw === "" || !isFinite(value)) { say(false, "Type a number, for example 0.5."); return; }
-      if (Math.abs(value - data.answer) <= data.tolerance) { say(true, "Correct. " + data.explanation); }
-      else { say(false, "Not quite: " + raw + " is " + (value < data.answer ? "too small" : "too large") +
-                 ". " + data.hint); }
+      if (raw === "" || !isFinite(value)) { say(false, ui.typeNumber); return; }
+      if (Math.abs(value - data.answer) <= data.tolerance) { say(true, ui.correct + data.explanation); }
+      else { say(false, ui.wrongNumber + raw + ui.is + (value < data.answer ? ui.tooSmall : ui.tooLarge) +
+                 ui.stop + data.hint); }
     }
   });
 })();
 </script>"""
+
+
+# What the quiz itself says, in each edition's language (revformer.i18n).
+UI = {
+    "en": {"question": "Question.", "check": "Check", "your_answer": "Your answer:", "answer_label": "your answer",
+           "pick": "Pick an answer first.", "correct": "Correct. ", "wrong": "Not quite. ",
+           "retry": "Read the question again and retry.", "typeNumber": "Type a number, for example 0.5.",
+           "wrongNumber": "Not quite: ", "is": " is ", "tooSmall": "too small", "tooLarge": "too large",
+           "stop": ". ", "hint": "Check the formula above and retry."},
+    "zh_CN": {"question": "问题。", "check": "检查", "your_answer": "你的答案：", "answer_label": "你的答案",
+              "pick": "请先选择一个答案。", "correct": "正确。", "wrong": "还不对。",
+              "retry": "请重读问题，再试一次。", "typeNumber": "请输入一个数，例如 0.5。",
+              "wrongNumber": "还不对：", "is": " ", "tooSmall": "太小了", "tooLarge": "太大了",
+              "stop": "。", "hint": "请检查上面的公式，再试一次。"},
+}
+_SCRIPT_UI = ("pick", "correct", "wrong", "retry", "typeNumber", "wrongNumber", "is", "tooSmall", "tooLarge", "stop")
+
+
+def _ui(language: str) -> dict:
+    if language not in UI:
+        raise ValueError(f"language must be one of {', '.join(UI)}, got {language!r}")
+    return UI[language]
 
 
 def _inline(text: str) -> str:
@@ -94,12 +117,16 @@ def element_id(prefix: str, *parts) -> str:
     return f"{prefix}-{digest}-{next(_displayed)}"
 
 
-def _render(quiz_id: str, question: str, body: str, data: dict) -> str:
-    payload = json.dumps(data).replace("<", "\\u003c")  # no markup, cannot close the script
+def _render(quiz_id: str, question: str, body: str, data: dict, language: str) -> str:
+    ui = _ui(language)
+    data = {**data, "ui": {k: ui[k] for k in _SCRIPT_UI}}
+    payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")  # no markup, cannot close the script
+    lang = ' lang="zh-CN"' if language == "zh_CN" else ""
     return (
-        f'{_STYLE}<div class="rf-quiz" id="{quiz_id}" data-kind="{data["kind"]}">'
-        f'<p class="rf-quiz-q"><strong>Question.</strong> {_inline(question)}</p>{body}'
-        '<button type="button" class="rf-quiz-check">Check</button>'
+        f'{_STYLE}<div class="rf-quiz" id="{quiz_id}" data-kind="{data["kind"]}"{lang}>'
+        f'<p class="rf-quiz-q"><strong>{ui["question"]}</strong>{" " * (language == "en")}{_inline(question)}</p>'
+        f'{body}'
+        f'<button type="button" class="rf-quiz-check">{ui["check"]}</button>'
         '<p class="rf-quiz-feedback" role="status" aria-live="polite"></p>'
         f'<script type="application/json" class="rf-quiz-data">{payload}</script></div>'
         + _SCRIPT % {"id": json.dumps(quiz_id)}
@@ -115,6 +142,7 @@ class Choice:
     answer: int
     explanation: str
     feedback: tuple
+    language: str = "en"
 
     def _repr_html_(self) -> str:
         quiz_id = element_id("rfq", self.question, self.options)
@@ -124,7 +152,7 @@ class Choice:
         ) + "</div>"
         data = {"kind": "choice", "answer": self.answer, "explanation": _plain(self.explanation),
                 "feedback": [_plain(f) for f in self.feedback]}
-        return _render(quiz_id, self.question, body, data)
+        return _render(quiz_id, self.question, body, data, self.language)
 
     def __repr__(self) -> str:  # what a plain console shows
         lines = [self.question] + [f"  ({chr(97 + i)}) {o}" for i, o in enumerate(self.options)]
@@ -140,20 +168,22 @@ class Number:
     tolerance: float
     explanation: str
     hint: str
+    language: str = "en"
 
     def _repr_html_(self) -> str:
         quiz_id = element_id("rfq", self.question, self.answer)
-        body = (f'<p><label>Your answer: <input type="text" inputmode="decimal" '
-                f'aria-label="your answer" name="{quiz_id}"></label></p>')
+        ui = _ui(self.language)
+        body = (f'<p><label>{ui["your_answer"]} <input type="text" inputmode="decimal" '
+                f'aria-label="{ui["answer_label"]}" name="{quiz_id}"></label></p>')
         data = {"kind": "number", "answer": self.answer, "tolerance": self.tolerance,
                 "explanation": _plain(self.explanation), "hint": _plain(self.hint)}
-        return _render(quiz_id, self.question, body, data)
+        return _render(quiz_id, self.question, body, data, self.language)
 
     def __repr__(self) -> str:
         return f"{self.question}\n  (answer with a number)"
 
 
-def choice(question: str, options, answer: int, explanation: str, feedback=None) -> Choice:
+def choice(question: str, options, answer: int, explanation: str, feedback=None, language: str = "en") -> Choice:
     """A graded multiple-choice question.
 
     ``feedback`` optionally gives, per option, what a reader who picked it
@@ -169,12 +199,14 @@ def choice(question: str, options, answer: int, explanation: str, feedback=None)
         raise ValueError(f"feedback needs one entry per option ({len(options)}), got {len(feedback)}")
     if not str(question).strip() or not str(explanation).strip():
         raise ValueError("question and explanation must not be empty")
-    return Choice(str(question), options, answer, str(explanation), feedback)
+    _ui(language)
+    return Choice(str(question), options, answer, str(explanation), feedback, language)
 
 
 def number(question: str, answer: float, tolerance: float, explanation: str,
-           hint: str = "Check the formula above and retry.") -> Number:
+           hint: str | None = None, language: str = "en") -> Number:
     """A graded question whose answer is a number, right within ``tolerance``."""
+    hint = _ui(language)["hint"] if hint is None else hint
     try:
         answer, tolerance = float(answer), float(tolerance)
     except (TypeError, ValueError):
@@ -183,30 +215,68 @@ def number(question: str, answer: float, tolerance: float, explanation: str,
         raise ValueError(f"tolerance must be zero or positive, got {tolerance!r}")
     if not str(question).strip() or not str(explanation).strip():
         raise ValueError("question and explanation must not be empty")
-    return Number(str(question), answer, tolerance, str(explanation), str(hint))
+    return Number(str(question), answer, tolerance, str(explanation), str(hint), language)
+
+
+TEXT_FIELDS = ("question", "explanation", "hint", "options", "feedback")
+
+
+def chinese(record: dict, catalogue: dict) -> dict:
+    """``record`` with its text fields in Chinese, from its entry of ``questions/zh_CN/NN.json``.
+
+    An entry records the English it translates; a field whose English has
+    changed since, or that is not translated yet, stays English.
+    """
+    out = dict(record)
+    for field in TEXT_FIELDS:
+        if field not in record or field not in catalogue:
+            continue
+        entry = catalogue[field]
+        if isinstance(record[field], list):
+            if len(entry) == len(record[field]):
+                out[field] = [e["zh"] if e["en"] == t and (e["zh"].strip() or not t.strip()) else t
+                              for e, t in zip(entry, record[field])]
+        elif entry["en"] == record[field] and entry["zh"].strip():
+            out[field] = entry["zh"]
+    return out
+
+
+def _bank(name: str) -> dict:
+    from importlib import resources
+
+    try:
+        return json.loads(resources.files("revformer").joinpath("questions").joinpath(name).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
 
 
 def ask(chapter: str, key: str, **overrides):
     """Question ``key`` of chapter ``chapter`` (``"08"``), from the package's question files.
 
-    ``overrides`` replace fields of the stored question, for an answer (or an
-    explanation) that the page computes from its own run.
+    ``overrides`` replace fields of the stored question, for an answer that
+    the page computes from its own run. The question comes in both of the
+    book's languages (``revformer.i18n.Both``): the Chinese text from
+    ``questions/zh_CN/NN.json``, the same answer and tolerance.
     """
-    from importlib import resources
+    from .i18n import Both
 
     name = f"{chapter}.json"
-    try:
-        bank = json.loads(resources.files("revformer").joinpath("questions").joinpath(name).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"no questions for chapter {chapter!r} (expected revformer/questions/{name})") from None
+    bank = _bank(name)
+    if not bank:
+        raise ValueError(f"no questions for chapter {chapter!r} (expected revformer/questions/{name})")
     if key not in bank:
         raise ValueError(f"chapter {chapter} has no question {key!r}; it has {', '.join(bank)}")
+    texts = sorted(set(overrides) & set(TEXT_FIELDS))
+    if texts:
+        raise ValueError(f"ask takes computed answers, not text ({', '.join(texts)}): text is translated, "
+                         "so it lives in revformer/questions/NN.json and questions/zh_CN/NN.json")
     record = {**bank[key], **overrides}
     kind = record.pop("kind", None)
     makers = {"choice": choice, "number": number}
     if kind not in makers:
         raise ValueError(f"question {chapter}/{key} has kind {kind!r}; expected 'choice' or 'number'")
+    zh = chinese(record, _bank(f"zh_CN/{name}").get(key, {}))
     try:
-        return makers[kind](**record)
+        return Both(makers[kind](**record), makers[kind](**zh, language="zh_CN"))
     except TypeError as error:
         raise ValueError(f"question {chapter}/{key} is malformed: {error}") from None

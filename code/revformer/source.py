@@ -21,6 +21,11 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from .i18n import Bilingual
+
+# The listing's head, in each of the book's languages (revformer.i18n).
+LINES = {"en": "{path}, lines {first}-{last}", "zh_CN": "{path}，第 {first}-{last} 行"}
+
 
 def code_fence(text: str, language: str) -> str:
     """``text`` as a fenced Markdown code block, its fence longer than any run of backticks inside."""
@@ -31,7 +36,7 @@ def code_fence(text: str, language: str) -> str:
 
 
 @dataclass(frozen=True)
-class SourceListing:
+class SourceListing(Bilingual):
     """Lines ``first_line``..``first_line + n - 1`` of ``path``: the text of one listing."""
 
     name: str
@@ -44,11 +49,12 @@ class SourceListing:
     def last_line(self) -> int:
         return self.first_line + self.text.count("\n") - (1 if self.text.endswith("\n") else 0)
 
-    def _repr_markdown_(self) -> str:
+    def markdown(self, language: str) -> str:
         # Raw HTML blocks around the fence: the head, and classes a page can style
         # (a blank line ends an HTML block, so the fence between them is Markdown).
-        head = (f"{html.escape(self.name)} &mdash; <code>{html.escape(self.path)}</code>, "
-                f"lines {self.first_line}-{self.last_line}")
+        where = LINES[language].format(path=f"<code>{html.escape(self.path)}</code>", first=self.first_line,
+                                       last=self.last_line)
+        head = f"{html.escape(self.name)} &mdash; {where}"
         return ('<div class="rf-source">\n'
                 f'<div class="rf-source-head">{head}</div>\n'
                 '<div class="rf-source-code">\n\n'

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .files import atomic_path
+from .i18n import Bilingual
 from .source import SourceListing, cut_lines
 
 SITE_URL = "https://revformer.github.io/revformer-book/"
@@ -48,6 +49,73 @@ GROUP_TEXT = {
     "one_head": "one_head: 1 head, trained with the mask",
     "no_mask": "no_mask: 4 heads, trained without the mask",
 }
+GROUP_TEXT_ZH = {
+    "four_heads": "four_heads：4 个头，训练时有 mask",
+    "one_head": "one_head：1 个头，训练时有 mask",
+    "no_mask": "no_mask：4 个头，训练时没有 mask",
+}
+# Everything the playground says, in each of the book's languages (revformer.i18n). The script
+# fills the {names}; the markup's labels are used as they are.
+TEXT = {
+    "en": {
+        "sixDigits": "Six digits", "digits": "Digits:", "random": "Random digits", "model": "Model",
+        "modelFixed": "Model:", "causalMask": "causal mask", "answer": "The generated answer (greedy, seven steps)",
+        "position": "position", "writes": "the model writes", "probability": "its probability",
+        "reversal": "the reversal", "allHeads": "all heads", "knockOut": "knock out in layer {layer}",
+        "lossCaption": "Loss of the true next token at each answer position (the inputs teacher-forced on the "
+                       "true answer)",
+        "lossPosition": "position, true next token", "lossNow": "loss now", "lossTrained": "as trained",
+        "mean": "mean", "layerLabel": "layer", "headLabel": "head", "rowLabel": "query row",
+        "head": "head {h}", "layer": "layer {l}", "meanOfHeads": "mean of heads", "asTrained": "(as trained)",
+        "trainedWith": "(trained with it)", "trainedWithout": "(trained without it)",
+        "forced": " * After <EOS> every token is <EOS>.",
+        "wrongOne": "Wrong at position {positions}: the reversal of {digits} is {want}.",
+        "wrongMany": "Wrong at positions {positions}: the reversal of {digits} is {want}.",
+        "right": "Right: {want} is {digits} reversed.",
+        "note": "Query {row} ({token}) predicts the next token: {next}. Rows are queries, columns keys; the inputs "
+                "are the prompt and the model's own answer.",
+        "heatmapOn": "attention of {group}, layer {layer}, {head}, mask on; rows are queries, columns keys",
+        "heatmapOff": "attention of {group}, layer {layer}, {head}, mask off; rows are queries, columns keys",
+        "keyAxis": "key (position, token) \u2192", "weight": "attention weight", "bars": "weights of query row {row}",
+        "masked": "masked",
+        "build": "Computed in this browser by revformer-model.js from the exported weights (revformer {version}"
+                 "{seed}{steps}).",
+        "seed": ", seed {seed}", "steps": "; {group} trained {steps} steps",
+        "notLoaded": "The model did not load: this page could not read {files}.", "and": " and ",
+        "badDigits": "Type exactly six digits 0-9 (got \u201c{text}\u201d).", "comma": ", ",
+    },
+    "zh_CN": {
+        "sixDigits": "六个数字", "digits": "数字：", "random": "随机数字", "model": "模型",
+        "modelFixed": "模型：", "causalMask": "因果 mask", "answer": "生成的答案（贪心解码，七步）",
+        "position": "位置", "writes": "模型写出", "probability": "概率",
+        "reversal": "正确的反转", "allHeads": "全部头", "knockOut": "敲除第 {layer} 层的",
+        "lossCaption": "每个答案位置上真实下一个 token 的 loss（输入为真实答案，教师强制）",
+        "lossPosition": "位置，真实的下一个 token", "lossNow": "当前 loss", "lossTrained": "按训练时设置",
+        "mean": "平均", "layerLabel": "层", "headLabel": "头", "rowLabel": "query 行",
+        "head": "头 {h}", "layer": "第 {l} 层", "meanOfHeads": "各头平均", "asTrained": "（与训练时相同）",
+        "trainedWith": "（训练时开启）", "trainedWithout": "（训练时关闭）",
+        "forced": " * <EOS> 之后的每个 token 都是 <EOS>。",
+        "wrongOne": "位置 {positions} 错了：{digits} 的反转是 {want}。",
+        "wrongMany": "位置 {positions} 错了：{digits} 的反转是 {want}。",
+        "right": "正确：{want} 正是 {digits} 的反转。",
+        "note": "query {row}（{token}）预测下一个 token：{next}。行是 query，列是 key；输入是题目加上模型自己写出的答案。",
+        "heatmapOn": "{group} 的注意力，第 {layer} 层，{head}，mask 开启；行是 query，列是 key",
+        "heatmapOff": "{group} 的注意力，第 {layer} 层，{head}，mask 关闭；行是 query，列是 key",
+        "keyAxis": "key（位置，token）\u2192", "weight": "注意力权重", "bars": "query 行 {row} 的权重",
+        "masked": "已屏蔽",
+        "build": "由 revformer-model.js 用导出的权重在本浏览器中算出（revformer {version}{seed}{steps}）。",
+        "seed": "，种子 {seed}", "steps": "；{group} 训练了 {steps} 步",
+        "notLoaded": "模型没有加载：本页读不到 {files}。", "and": " 和 ",
+        "badDigits": "请输入恰好六个 0-9 的数字（当前输入：“{text}”）。", "comma": "、",
+    },
+}
+TITLES = {"playground": ("The model in your browser", "浏览器里的模型"),
+          10: ("Explorer: the attention of every head, computed in your browser",
+               "探索器：每个头的注意力，在浏览器中计算"),
+          11: ("Explorer: switch the mask and watch the answer and the attention",
+               "探索器：切换 mask，观察答案和注意力"),
+          12: ("Explorer: the three groups, computed in your browser",
+               "探索器：三个组，在浏览器中计算")}
 
 
 # ---- the export -------------------------------------------------------------
@@ -180,13 +248,13 @@ def show_model_js(first: str | None = None, last: str | None = None, function: s
 
 
 @dataclass(frozen=True)
-class Beside:
+class Beside(Bilingual):
     """Listings shown side by side (one under the other on a narrow screen)."""
 
     listings: tuple
 
-    def _repr_markdown_(self) -> str:  # Markdown, like the listings (revformer.source)
-        cells = "".join(f'<div style="flex:1 1 26em;min-width:0">\n\n{item._repr_markdown_()}\n</div>\n'
+    def markdown(self, language: str) -> str:  # Markdown, like the listings (revformer.source)
+        cells = "".join(f'<div style="flex:1 1 26em;min-width:0">\n\n{item.markdown(language)}\n</div>\n'
                         for item in self.listings)
         return ('<div class="rf-beside" style="display:flex;flex-wrap:wrap;gap:0 1em;align-items:flex-start">\n'
                 f"{cells}</div>\n")
@@ -194,8 +262,8 @@ class Beside:
 
 def beside(*listings) -> Beside:
     """``beside(show_source(f), show_model_js("function f"))``: the Python and its JavaScript."""
-    if not listings or not all(hasattr(item, "_repr_markdown_") for item in listings):
-        raise ValueError("beside takes one or more listings (objects with _repr_markdown_), "
+    if not listings or not all(hasattr(item, "markdown") for item in listings):
+        raise ValueError("beside takes one or more listings (objects with markdown(language)), "
                          f"got {[type(item).__name__ for item in listings]}")
     return Beside(tuple(listings))
 
@@ -221,7 +289,8 @@ class Playground:
         # a script that cannot load notes its address, so the playground can say which one at once
         scripts = "".join(f'<script src="{html.escape(base + name)}" onerror="{_ONERROR}"></script>'
                           for name in (WEIGHTS_FILE, MODEL_FILE))
-        return (scripts + _STYLE + f'<div class="rf-playground" id="{uid}">'
+        lang = ' lang="zh-CN"' if self.options.get("language") == "zh_CN" else ""
+        return (scripts + _STYLE + f'<div class="rf-playground" id="{uid}"{lang}>'
                 f'<script type="application/json" class="rfp-options">{payload}</script>'
                 + _markup(uid, self.options) + "</div>" + _script(uid))
 
@@ -239,8 +308,8 @@ def _check_digits(digits) -> str:
 
 
 def playground(digits="314205", groups=("four_heads", "one_head", "no_mask"), controls=CONTROLS,
-               layer: int = 0, head="mean", row: int = 7, title: str | None = "The model in your browser",
-               script_base: str = WEB_URL) -> Playground:
+               layer: int = 0, head="mean", row: int = 7, title=TITLES["playground"],
+               script_base: str = WEB_URL, language: str | None = None):
     """The interactive playground (HTML and one inline script over ``window.revformerModel``).
 
     ``digits``: the six digits shown first. ``groups``: the models to choose
@@ -251,6 +320,9 @@ def playground(digits="314205", groups=("four_heads", "one_head", "no_mask"), co
     heatmap's selects); the answer and the heatmap are always shown.
     ``layer``, ``head`` (an int or ``"mean"``) and ``row`` are the heatmap's
     first selection. ``script_base``: where the two scripts are loaded from.
+    ``title``: one string, or an (English, Chinese) pair; None for none.
+    ``language``: ``"en"`` or ``"zh_CN"`` gives that one ``Playground``; by
+    default both, as one ``revformer.i18n.Both`` (the kernel's language shown).
     """
     from .config import GROUP_NAMES, group as find_group
     from .data import PROMPT_LEN
@@ -284,17 +356,27 @@ def playground(digits="314205", groups=("four_heads", "one_head", "no_mask"), co
         raise ValueError(f"script_base must be a URL or a path, got {script_base!r}")
     if not script_base.endswith("/"):
         script_base += "/"
+    titles = (title, title) if isinstance(title, str) or title is None else tuple(title)
+    if len(titles) != 2 or not all(t is None or isinstance(t, str) for t in titles):
+        raise ValueError(f"title must be a string, an (English, Chinese) pair of strings or None, got {title!r}")
+    if language not in (None, *TEXT):
+        raise ValueError(f"language must be one of {', '.join(TEXT)} (or None for both), got {language!r}")
     from .explorer import _palette
+    from .i18n import Both
 
-    return Playground({
-        "title": title or "", "digits": text, "groups": groups,
-        "groupText": {g: GROUP_TEXT[g] for g in groups}, "controls": controls, "maxHeads": heads,
-        "layer": layer, "head": str(head), "row": row, "scripts": script_base,
-        "palette": _palette("cividis"),
-    })
+    def made(lang):
+        names = GROUP_TEXT if lang == "en" else GROUP_TEXT_ZH
+        return Playground({
+            "title": titles[lang != "en"] or "", "digits": text, "groups": groups,
+            "groupText": {g: names[g] for g in groups}, "controls": controls, "maxHeads": heads,
+            "layer": layer, "head": str(head), "row": row, "scripts": script_base,
+            "palette": _palette("cividis"), "language": lang, "text": TEXT[lang],
+        })
+
+    return made(language) if language else Both(made("en"), made("zh_CN"))
 
 
-def chapter_explorer(chapter: int, digits="314205", script_base: str = WEB_URL) -> Playground:
+def chapter_explorer(chapter: int, digits="314205", script_base: str = WEB_URL, language: str | None = None):
     """The playground as the explorer of chapter 10, 11 or 12.
 
     10 (heatmaps): four_heads and one_head, the heatmap's controls;
@@ -304,81 +386,81 @@ def chapter_explorer(chapter: int, digits="314205", script_base: str = WEB_URL) 
     settings = {
         10: dict(groups=("four_heads", "one_head"),
                  controls=("digits", "random", "group", "layer", "head", "row"),
-                 title="Explorer: the attention of every head, computed in your browser"),
+                 title=TITLES[10]),
         11: dict(groups=("four_heads", "no_mask"),
                  controls=("digits", "random", "group", "mask", "loss", "layer", "head", "row"),
-                 title="Explorer: switch the mask and watch the answer and the attention"),
+                 title=TITLES[11]),
         12: dict(groups=("four_heads", "one_head", "no_mask"),
                  controls=("digits", "random", "group", "knockout", "loss", "layer", "head", "row"),
-                 title="Explorer: the three groups, computed in your browser"),
+                 title=TITLES[12]),
     }
     if chapter not in settings:
         raise ValueError(f"chapter must be 10, 11 or 12 (the chapters with an explorer), got {chapter!r}")
-    return playground(digits, script_base=script_base, **settings[chapter])
+    return playground(digits, script_base=script_base, language=language, **settings[chapter])
 
 
 def _markup(uid: str, o: dict) -> str:
     """The static controls and the reserved places the script fills."""
     shown = set(o["controls"])
     e = html.escape
+    t = {k: e(v) for k, v in o["text"].items()}
     parts = []
     if o["title"]:
         parts.append(f'<div class="rfp-title">{e(o["title"])}</div>')
     top = []
     if "digits" in shown:
-        top.append(f'<span class="rfp-field"><label for="{uid}-digits">Six digits</label>'
+        top.append(f'<span class="rfp-field"><label for="{uid}-digits">{t["sixDigits"]}</label>'
                    f'<input id="{uid}-digits" class="rfp-digits" type="text" inputmode="numeric" autocomplete="off"'
                    f' spellcheck="false" size="8" maxlength="12" value="{e(o["digits"])}"'
                    f' aria-describedby="{uid}-error"></span>')
     else:
-        top.append(f'<span class="rfp-field">Digits: <b class="rfp-fixed">{" ".join(o["digits"])}</b></span>')
+        top.append(f'<span class="rfp-field">{t["digits"]} <b class="rfp-fixed">{" ".join(o["digits"])}</b></span>')
     if "random" in shown:
-        top.append('<button type="button" class="rfp-random">Random digits</button>')
+        top.append(f'<button type="button" class="rfp-random">{t["random"]}</button>')
     if "group" in shown and len(o["groups"]) > 1:
         options = "".join(f'<option value="{e(g)}">{e(o["groupText"][g])}</option>' for g in o["groups"])
-        top.append(f'<span class="rfp-field"><label for="{uid}-group">Model</label>'
+        top.append(f'<span class="rfp-field"><label for="{uid}-group">{t["model"]}</label>'
                    f'<select id="{uid}-group" class="rfp-group">{options}</select></span>')
     else:
-        top.append(f'<span class="rfp-field">Model: <b>{e(o["groupText"][o["groups"][0]])}</b></span>')
+        top.append(f'<span class="rfp-field">{t["modelFixed"]} <b>{e(o["groupText"][o["groups"][0]])}</b></span>')
     if "mask" in shown:
         top.append(f'<span class="rfp-field"><input type="checkbox" id="{uid}-mask" class="rfp-mask">'
-                   f'<label for="{uid}-mask">causal mask</label> <span class="rfp-mask-note"></span></span>')
+                   f'<label for="{uid}-mask">{t["causalMask"]}</label> <span class="rfp-mask-note"></span></span>')
     parts.append('<div class="rfp-controls">' + "".join(top) + "</div>")
     parts.append(f'<div class="rfp-error" id="{uid}-error" role="alert"></div>')
     cells = "".join(f'<td class="rfp-tok" data-i="{i}">&nbsp;</td>' for i in range(7))
     probs = "".join(f'<td class="rfp-prob" data-i="{i}">&nbsp;</td>' for i in range(7))
     wants = "".join(f'<td class="rfp-want" data-i="{i}">&nbsp;</td>' for i in range(7))
     heads = "".join(f"<th scope=\"col\">{8 + i}</th>" for i in range(7))
-    parts.append('<table class="rfp-answer"><caption>The generated answer (greedy, seven steps)</caption>'
-                 f'<tr><th scope="row">position</th>{heads}</tr>'
-                 f'<tr><th scope="row">the model writes</th>{cells}</tr>'
-                 f'<tr><th scope="row">its probability</th>{probs}</tr>'
-                 f'<tr><th scope="row">the reversal</th>{wants}</tr></table>')
+    parts.append(f'<table class="rfp-answer"><caption>{t["answer"]}</caption>'
+                 f'<tr><th scope="row">{t["position"]}</th>{heads}</tr>'
+                 f'<tr><th scope="row">{t["writes"]}</th>{cells}</tr>'
+                 f'<tr><th scope="row">{t["probability"]}</th>{probs}</tr>'
+                 f'<tr><th scope="row">{t["reversal"]}</th>{wants}</tr></table>')
     parts.append('<div class="rfp-verdict" aria-live="polite">&nbsp;</div>')
     if "knockout" in shown:
         sets = []
         for layer in range(2):
             boxes = [f'<input type="checkbox" id="{uid}-ko-{layer}-all" class="rfp-ko-all" data-layer="{layer}">'
-                     f'<label for="{uid}-ko-{layer}-all">all heads</label>']
+                     f'<label for="{uid}-ko-{layer}-all">{t["allHeads"]}</label>']
             for h in range(o["maxHeads"]):
                 boxes.append(f'<span class="rfp-ko-head" data-head="{h}"><input type="checkbox" id="{uid}-ko-{layer}-{h}"'
                              f' class="rfp-ko" data-layer="{layer}" data-head="{h}">'
-                             f'<label for="{uid}-ko-{layer}-{h}">head {h}</label></span>')
-            sets.append(f'<fieldset class="rfp-ko-layer"><legend>knock out in layer {layer}</legend>'
+                             f'<label for="{uid}-ko-{layer}-{h}">{t["head"].replace("{h}", str(h))}</label></span>')
+            sets.append(f'<fieldset class="rfp-ko-layer"><legend>{t["knockOut"].replace("{layer}", str(layer))}</legend>'
                         + "".join(boxes) + "</fieldset>")
         parts.append('<div class="rfp-knockout">' + "".join(sets) + "</div>")
     if "loss" in shown:
         rows = "".join(f'<tr data-p="{p}"><td class="rfp-pos">&nbsp;</td><td class="rfp-loss-now">&nbsp;</td>'
                        f'<td class="rfp-loss-base">&nbsp;</td><td class="rfp-loss-bar"><div></div></td></tr>'
                        for p in range(7, 14))
-        parts.append('<table class="rfp-loss"><caption>Loss of the true next token at each answer position'
-                     ' (the inputs teacher-forced on the true answer)</caption>'
-                     '<tr><th scope="col">position, true next token</th><th scope="col">loss now</th>'
-                     '<th scope="col">as trained</th><th scope="col"></th></tr>' + rows +
-                     '<tr class="rfp-loss-mean"><th scope="row">mean</th><td class="rfp-loss-now">&nbsp;</td>'
+        parts.append(f'<table class="rfp-loss"><caption>{t["lossCaption"]}</caption>'
+                     f'<tr><th scope="col">{t["lossPosition"]}</th><th scope="col">{t["lossNow"]}</th>'
+                     f'<th scope="col">{t["lossTrained"]}</th><th scope="col"></th></tr>' + rows +
+                     f'<tr class="rfp-loss-mean"><th scope="row">{t["mean"]}</th><td class="rfp-loss-now">&nbsp;</td>'
                      '<td class="rfp-loss-base">&nbsp;</td><td></td></tr></table>')
     selects = []
-    for name, label in (("layer", "layer"), ("head", "head"), ("row", "query row")):
+    for name, label in (("layer", t["layerLabel"]), ("head", t["headLabel"]), ("row", t["rowLabel"])):
         if name in shown:
             selects.append(f'<span class="rfp-field"><label for="{uid}-{name}">{label}</label>'
                            f'<select id="{uid}-{name}" class="rfp-{name}"></select></span>')

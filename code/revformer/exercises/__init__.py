@@ -14,6 +14,8 @@ from __future__ import annotations
 import textwrap
 import traceback
 
+from ..i18n import Bilingual
+
 
 def fold(text: str, width: int = 76) -> str:
     """Fold a long diagnosis so that it reads without scrolling, under its marker."""
@@ -60,7 +62,7 @@ class Checker:
             raise Unfinished from None
 
     def report(self) -> bool:
-        verdict = "all checks passed" if self.passed else "not yet: see the lines marked above"
+        verdict = "all checks passed" if self.passed else "not yet: see the lines marked below"
         print(f"{self.title}: {verdict}")
         print("\n".join(self.lines))
         return self.passed
@@ -87,29 +89,33 @@ def run_cases(title: str, cases, check_case, fn) -> bool:
     return run(title, body)
 
 
-class Solution:
+class Solution(Bilingual):
     """Listings of solution functions, collapsed until the reader opens them (``_repr_markdown_``).
 
     Markdown, like the listings inside it (``revformer.source``): the fences
     are highlighted by whoever shows them, the book, Colab or Jupyter.
     """
 
+    SUMMARY = {"en": "Show the solution", "zh_CN": "显示参考答案"}
+
     def __init__(self, listings):
         self.listings = listings
 
-    def _repr_markdown_(self) -> str:
-        body = "\n".join(listing._repr_markdown_() for listing in self.listings)
-        return f'<details class="rf-solution">\n<summary>Show the solution</summary>\n\n{body}\n</details>\n'
+    def markdown(self, language: str) -> str:
+        body = "\n".join(listing.markdown(language) for listing in self.listings)
+        summary = self.SUMMARY[language]
+        return f'<details class="rf-solution">\n<summary>{summary}</summary>\n\n{body}\n</details>\n'
 
     def __repr__(self) -> str:
         return "\n\n".join(repr(listing) for listing in self.listings)
 
 
-def show_solution(*functions) -> Solution:
+def show_solution(*functions):
     """The source of solution ``functions`` (from ``revformer.exercises.solutions``), collapsed.
 
     In the book, in Colab and in Jupyter alike the solution stays hidden
-    until the reader clicks "Show the solution".
+    until the reader clicks "Show the solution" (显示参考答案 in the Chinese
+    edition: ``Solution`` is ``revformer.i18n.Bilingual``).
     """
     from ..source import show_source
 

@@ -9,6 +9,9 @@
   var started = performance.now(), SVGNS = "http://www.w3.org/2000/svg", T = 14, ID = __ID__;
   var NAMES = {10: "<BOS>", 11: "<SEP>", 12: "<EOS>"};
   function name(t) { return t in NAMES ? NAMES[t] : String(t); }
+  function say(key, vars) {  // a sentence of O.text (English or Chinese) with its {names} filled in
+    return O.text[key].replace(/\{(\w+)\}/g, function (_, k) { return String(vars[k]); });
+  }
   function $(selector) { return root.querySelector(selector); }
   function $$(selector) { return Array.prototype.slice.call(root.querySelectorAll(selector)); }
   function el(tag, attrs, text, svg) {
@@ -47,8 +50,8 @@
   }
   function syncGroup(first) {  // the head choices, the mask's default and the knockout boxes of this group
     var c = window.revformerModel.config(group()), labels = [], values = [];
-    for (var h = 0; h < c.heads; h++) { labels.push("head " + h); values.push(h); }
-    labels.push("mean of heads"); values.push("mean");
+    for (var h = 0; h < c.heads; h++) { labels.push(say("head", {h: h})); values.push(h); }
+    labels.push(O.text.meanOfHeads); values.push("mean");
     fillSelect(headBox, labels, values, first ? O.head : (headBox ? headBox.value : "mean"));
     if (maskBox) { maskBox.checked = c.causal; }
     $$(".rfp-ko-head").forEach(function (span) {
@@ -71,7 +74,7 @@
     var note = $(".rfp-mask-note");
     if (!note) { return; }
     var trained = window.revformerModel.config(group()).causal;
-    note.textContent = maskBox.checked === trained ? "(as trained)" : "(trained " + (trained ? "with" : "without") + " it)";
+    note.textContent = maskBox.checked === trained ? O.text.asTrained : (trained ? O.text.trainedWith : O.text.trainedWithout);
   }
 
   function compute() {  // the answer, the attention on the generated sequence, the losses
@@ -89,6 +92,11 @@
   }
 
   function update() {
+    var typed = readDigits();  // the reader's own mistake, said in the page's language
+    if (typed.length !== 6 || typed.some(function (d) { return typeof d !== "number"; })) {
+      fail(say("badDigits", {text: digitsBox ? digitsBox.value : O.digits}));
+      return;
+    }
     try {
       compute();
     } catch (error) {
@@ -116,10 +124,10 @@
       if (!right) { wrong.push(8 + i); }
     });
     root.dataset.answer = r.answer.tokens.map(name).join(" ");
-    var forced = r.answer.forced.indexOf(true) >= 0 ? " * After <EOS> every token is <EOS>." : "";
-    $(".rfp-verdict").textContent = (wrong.length ? "Wrong at position" + (wrong.length > 1 ? "s " : " ") + wrong.join(", ") +
-      ": the reversal of " + r.digits.join(" ") + " is " + want.map(name).join(" ") + "."
-      : "Right: " + want.map(name).join(" ") + " is " + r.digits.join(" ") + " reversed.") + forced;
+    var forced = r.answer.forced.indexOf(true) >= 0 ? O.text.forced : "";
+    var words = {positions: wrong.join(O.text.comma), digits: r.digits.join(" "), want: want.map(name).join(" ")};
+    $(".rfp-verdict").textContent = say(wrong.length ? (wrong.length > 1 ? "wrongMany" : "wrongOne") : "right", words) +
+      forced;
   }
 
   function drawLoss() {
@@ -156,14 +164,13 @@
     }
     var toks = r.inputs, label = function (i) { return i + " " + name(toks[i]); };
     var next = row + 1 < T ? name(toks[row + 1]) : name(r.answer.tokens[6]);
-    $(".rfp-note").textContent = "Query " + row + " (" + name(toks[row]) + ") predicts the next token: " + next +
-      ". Rows are queries, columns keys; the inputs are the prompt and the model's own answer.";
+    $(".rfp-note").textContent = say("note", {row: row, token: name(toks[row]), next: next});
     var body = $(".rfp-body");
     body.innerHTML = "";
     var c = 22, left = 64, top = 64;
     var svg = el("svg", {width: left + c * T + 8, height: top + c * T + 44, role: "img", "class": "rfp-heatmap",
-      "aria-label": "attention of " + group() + ", layer " + layer + ", " + (h === "mean" ? "mean of heads" : "head " + h) +
-      ", mask " + (r.causal ? "on" : "off") + "; rows are queries, columns keys"}, undefined, true);
+      "aria-label": say(r.causal ? "heatmapOn" : "heatmapOff", {group: group(), layer: layer,
+        head: h === "mean" ? O.text.meanOfHeads : say("head", {h: h})})}, undefined, true);
     var defs = el("defs", {}, undefined, true), pat = el("pattern", {id: ID + "-hatch", width: 5, height: 5,
       patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)"}, undefined, true);
     pat.appendChild(el("rect", {width: 5, height: 5, fill: "#f2f2f2"}, undefined, true));
@@ -175,7 +182,7 @@
       svg.appendChild(el("text", {x: 0, y: 0, "font-size": 10, transform: "translate(" + (left + c * i + c * 0.65) + "," +
         (top - 4) + ") rotate(-90)"}, label(i), true));
     }
-    svg.appendChild(el("text", {x: left, y: 10, "font-size": 10}, "key (position, token) \u2192", true));
+    svg.appendChild(el("text", {x: left, y: 10, "font-size": 10}, O.text.keyAxis, true));
     for (q = 0; q < T; q++) {
       for (k = 0; k < T; k++) {
         var masked = r.causal && k > q;  // the future: -inf before the softmax, weight 0
@@ -205,17 +212,17 @@
         "text-anchor": ["start", "middle", "end"][n]}, text, true));
     });
     svg.appendChild(el("text", {x: left + c * T / 2, y: by + 33, "font-size": 10, "text-anchor": "middle"},
-      "attention weight", true));
+      O.text.weight, true));
     body.appendChild(svg);
     var table = el("table", {"class": "rfp-bars"});
-    table.appendChild(el("caption", {}, "weights of query row " + row));
+    table.appendChild(el("caption", {}, say("bars", {row: row})));
     for (k = 0; k < T; k++) {
       var tr = el("tr", {"class": row >= 7 && row <= 12 && k === 13 - row ? "rfp-expected" : ""});
       tr.appendChild(el("td", {}, label(k)));
       var cell = el("td", {style: "width:160px"});
       cell.appendChild(el("div", {"class": "rfp-bar", style: "width:" + Math.round(Math.min(1, M[row][k]) * 150) + "px"}));
       tr.appendChild(cell);
-      tr.appendChild(el("td", {"class": "rfp-value", "data-k": k}, r.causal && k > row ? "masked" : M[row][k].toFixed(3)));
+      tr.appendChild(el("td", {"class": "rfp-value", "data-k": k}, r.causal && k > row ? O.text.masked : M[row][k].toFixed(3)));
       table.appendChild(tr);
     }
     body.appendChild(table);
@@ -223,14 +230,14 @@
 
   function build() {  // which weights these are: the export names its build
     var W = window.REVFORMER_WEIGHTS, steps = W.groups[group()] && W.groups[group()].steps;
-    $(".rfp-build").textContent = "Computed in this browser by revformer-model.js from the exported weights" +
-      " (revformer " + W.revformer + (W.seed === null ? "" : ", seed " + W.seed) +
-      (steps ? "; " + group() + " trained " + steps + " steps" : "") + ").";
+    $(".rfp-build").textContent = say("build", {version: W.revformer,
+      seed: W.seed === null ? "" : say("seed", {seed: W.seed}),
+      steps: steps ? say("steps", {group: group(), steps: steps}) : ""});
   }
 
   function start() {
     var layers = [], rows = [];
-    for (var l = 0; l < window.revformerModel.config(O.groups[0]).layers; l++) { layers.push("layer " + l); }
+    for (var l = 0; l < window.revformerModel.config(O.groups[0]).layers; l++) { layers.push(say("layer", {l: l})); }
     for (var q = 0; q < T; q++) { rows.push(String(q)); }
     fillSelect(layerBox, layers, layers.map(function (x, i) { return i; }), O.layer);
     fillSelect(rowBox, rows, rows, O.row);
@@ -274,8 +281,8 @@
     }
     var missing = window.REVFORMER_MISSING || [];
     if (missing.length || ++tries > 600) {
-      fail("The model did not load: this page could not read " + (missing.length ? missing.join(" and ") :
-           O.scripts + "revformer-weights.js and " + O.scripts + "revformer-model.js") + ".");
+      fail(say("notLoaded", {files: missing.length ? missing.join(O.text.and) :
+           O.scripts + "revformer-weights.js" + O.text.and + O.scripts + "revformer-model.js"}));
       return;
     }
     setTimeout(wait, 50);

@@ -1,0 +1,122 @@
+"""The Chinese edition's catalogues and notebooks (tools/translations.py, CONTRIBUTING.md)."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import translations  # noqa: E402
+
+
+def test_every_prose_cell_block_and_question_is_translated_and_current():
+    """One line per untranslated, stale or damaged entry, naming its file and cell."""
+    found = translations.problems()
+    assert not found, f"{len(found)} entries of the Chinese catalogues need work:\n" + "\n".join(found[:40])
+
+
+def test_the_chinese_notebooks_are_what_the_catalogues_make():
+    """zh_CN/book is committed (Colab opens it from the repository) and derives from the catalogues."""
+    found = translations.outdated_notebooks()
+    assert not found, "\n".join(found) + "\nrun: make translations"
+
+
+@pytest.mark.parametrize("source", translations.sources()[:21], ids=lambda p: p.stem)
+def test_a_chinese_notebook_shares_every_code_cell_but_its_setup_cell(source):
+    english = json.loads(source.read_text(encoding="utf-8"))
+    chinese = json.loads((translations.ZH / "book" / source.name).read_text(encoding="utf-8"))
+    assert [c["id"] for c in chinese["cells"]] == [c["id"] for c in english["cells"]]
+    code = [(e, z) for e, z in zip(english["cells"], chinese["cells"]) if e["cell_type"] == "code"]
+    (setup_en, setup_zh), rest = code[0], code[1:]
+    assert "".join(setup_zh["source"]) == translations.zh_setup_cell()
+    assert 'os.environ["REVFORMER_LANGUAGE"] = "zh_CN"\n' in setup_zh["source"]  # its outputs in Chinese
+    for e, z in rest:
+        assert z["source"] == e["source"], f"{source.name} {e['id']}: the code differs between the editions"
+    assert all(not c.get("outputs") for c in chinese["cells"] if c["cell_type"] == "code")
+    assert chinese["metadata"]["revformer"] == {"language": "zh_CN", "translates": f"book/{source.name}"}
+
+
+def _fake_book(tmp_path, monkeypatch, english_text, entry):
+    """A one-chapter book with its catalogue, for the checker."""
+    book, locale = tmp_path / "book", tmp_path / "locale" / "zh_CN"
+    book.mkdir()
+    nb = {"cells": [{"cell_type": "markdown", "id": "cell-000", "metadata": {}, "source": [english_text]},
+                    {"cell_type": "code", "id": "cell-001", "metadata": {}, "source": ["x = 1"],
+                     "outputs": [], "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (book / "01_task.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    for name in translations.PAGES:
+        (book / name).write_text("# A page\n", encoding="utf-8")
+    translations.save(locale / "01_task.json", {"source": "book/01_task.ipynb", "cells": {"cell-000": entry}})
+    for name in translations.PAGES:
+        translations.save(locale / f"{Path(name).stem}.json",
+                          {"cells": {"b000": {"en": "# A page", "zh": "# 一页"}}})
+    monkeypatch.setattr(translations, "ROOT", tmp_path)
+    monkeypatch.setattr(translations, "BOOK", book)
+    monkeypatch.setattr(translations, "LOCALE", locale)
+    monkeypatch.setattr(translations, "QUESTIONS", tmp_path / "questions")
+    (tmp_path / "questions").mkdir()
+
+
+def test_a_changed_english_cell_makes_its_translation_stale_by_name(tmp_path, monkeypatch):
+    _fake_book(tmp_path, monkeypatch, "The loss is `0.3`.", {"en": "The loss was `0.3`.", "zh": "loss 是 `0.3`。"})
+    assert translations.problems() == [
+        "locale/zh_CN/01_task.json cell-000: stale: 01_task.ipynb changed this cell since it was translated"]
+
+
+@pytest.mark.parametrize("zh, problem", [
+    ("", "not translated"),
+    ("loss 是 0.3。", "code spans"),
+    ("loss 是 `0.3`，见[第 2 章](https://example.org/)。", "link targets differ"),
+    ("## loss 是 `0.3`。", "headings differ"),
+])
+def test_the_checker_names_what_a_translation_lost(tmp_path, monkeypatch, zh, problem):
+    english = "The loss is `0.3`, see [chapter 2](https://revformer.github.io/x.html)."
+    if problem == "headings differ" or problem == "code spans":
+        english = "The loss is `0.3`."
+    if problem == "code spans":  # a code span the English does not have
+        zh = "loss 是 `0.4`。"
+    _fake_book(tmp_path, monkeypatch, english, {"en": english, "zh": zh})
+    (found,) = translations.problems()
+    assert found.startswith("locale/zh_CN/01_task.json cell-000: ") and problem in found, found
+
+
+def test_glossary_roles_and_added_anchors_are_allowed(tmp_path, monkeypatch):
+    english = "## Downloads\n\nSee {term}`causal mask`."
+    zh = '<a id="downloads"></a>\n\n## 下载\n\n见 {term}`因果 mask <causal mask>`。'
+    _fake_book(tmp_path, monkeypatch, english, {"en": english, "zh": zh})
+    assert translations.problems() == []
+
+
+def test_outputs_come_from_the_english_run_shown_in_chinese():
+    from revformer.i18n import METADATA_KEY
+
+    site = translations._book().named()[1]
+    nb = {"metadata": {"revformer": {"translates": "book/x.ipynb"}},
+          "cells": [{"cell_type": "code", "id": "c0", "source": ["setup"], "outputs": []},
+                    {"cell_type": "code", "id": "c1", "source": ["say(...)"], "outputs": []}]}
+    said = {"output_type": "display_data", "data": {"text/markdown": "loss 0.3"},
+            "metadata": {METADATA_KEY: {"en": {"text/markdown": "loss 0.3"},
+                                        "zh_CN": {"text/markdown": f"loss 为 0.3，见[第 2 章]({site}book/02.html)"}}}}
+    printed = {"output_type": "stream", "name": "stdout", "text": "0.3\n"}
+    executed = {"cells": [{"cell_type": "code", "id": "c0", "source": ["english setup"], "outputs": []},
+                          {"cell_type": "code", "id": "c1", "source": ["say(...)"], "execution_count": 2,
+                           "outputs": [printed, said]}]}
+    out = translations.zh_outputs(json.loads(json.dumps(nb)), executed)
+    (stream, shown) = out["cells"][1]["outputs"]
+    assert stream == printed and out["cells"][1]["execution_count"] == 2
+    assert shown["data"] == {"text/markdown": f"loss 为 0.3，见[第 2 章]({site}zh_CN/book/02.html)"}
+    executed["cells"][1]["source"] = ["changed"]
+    with pytest.raises(SystemExit, match="c1: the Chinese notebook's code differs"):
+        translations.zh_outputs(json.loads(json.dumps(nb)), executed)
+
+
+def test_links_point_at_the_chinese_twins():
+    repo, site = translations._book().named()
+    text = (f"[ch 2]({site}book/02_shifted_labels.html#x) [file]({site}downloads/seeds.csv) "
+            f"[colab](https://colab.research.google.com/github/o/r/blob/main/book/02_shifted_labels.ipynb)")
+    assert translations.zh_links(text) == (
+        f"[ch 2]({site}zh_CN/book/02_shifted_labels.html#x) [file]({site}zh_CN/downloads/seeds.csv) "
+        f"[colab](https://colab.research.google.com/github/o/r/blob/main/zh_CN/book/02_shifted_labels.ipynb)")
+    assert translations.zh_links(translations.zh_links(text)) == translations.zh_links(text)
