@@ -334,7 +334,7 @@ def translation(source: Path) -> tuple[dict[str, str], list[str]]:
     for key, text in english(source).items():
         entry = cells.get(key)
         if entry and entry["en"] == text and entry["zh"].strip():
-            out[key] = zh_links(entry["zh"])
+            out[key] = _outside_code(entry["zh"], zh_links)  # a listing shows the code as it runs
         else:
             out[key] = text
             english_left.append(key)
