@@ -13,7 +13,7 @@ export REVFORMER_PROGRESS ?= 0
 # The seed of the models' initial weights for the whole book (42 is the article's).
 SEED ?= 42
 
-.PHONY: book test unit bench clean setup-cells retarget translations chromium
+.PHONY: book test unit bench clean setup-cells retarget translations chromium cjk
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,7 +40,7 @@ $(VENV)/.axe-$(AXE_VERSION): | $(PY)
 	test -f $(AXE_DIR)/node_modules/axe-core/axe.min.js
 	touch $@
 
-book: $(VENV)/.book
+book: $(VENV)/.book cjk
 	$(PY) tools/book.py build --seed $(SEED)
 
 test: $(VENV)/.test $(VENV)/.axe-$(AXE_VERSION) chromium book
@@ -57,6 +57,18 @@ chromium:
 		echo "Install it with: sudo apt-get install -y chromium chromium-driver   (or run make unit: no browser)"; \
 		exit 2; }
 
+# The build draws every figure in Chinese too (a font with Chinese characters) and checks the
+# catalogues with gettext's msgfmt; without them, say how to get them instead of failing later.
+cjk:
+	@fc-list :lang=zh family 2>/dev/null | grep -q . || { \
+		echo "No font with Chinese characters is installed, and the Chinese edition's figures need one."; \
+		echo "Install it with: sudo apt-get install -y fonts-noto-cjk"; \
+		exit 2; }
+	@command -v msgfmt >/dev/null 2>&1 || { \
+		echo "msgfmt is not installed, and the catalogues' check needs it."; \
+		echo "Install it with: sudo apt-get install -y gettext"; \
+		exit 2; }
+
 # The speed benchmark (issue figures): reproduction against PyTorch's own layers, training
 # steps, the floor, peak memory, the seed sweep, the model in the browser, the book's build times.
 # Then the waits of a reader in a fresh Colab-like runtime (tools/colab_runtime.py; the site built above).
@@ -66,8 +78,8 @@ bench: $(VENV)/.test book
 
 # The Chinese edition's notebooks and pages (zh_CN/book), from the catalogues in locale/zh_CN
 # and the English sources: run it after changing either (CONTRIBUTING.md, "The Chinese edition").
-translations:
-	$(PYTHON) tools/translations.py notebooks
+translations: $(VENV)/.book
+	$(PY) tools/translations.py notebooks
 
 # The repository and the site are named once, in _config.yml; these derive the rest.
 setup-cells:

@@ -1,5 +1,8 @@
+import functools
+import http.server
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -83,3 +86,22 @@ def browser():
                   "--disable-component-update", "--no-first-run"])
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def site():
+    """The built site, served on 127.0.0.1 from a thread, for the browser tests."""
+    from book_facts import HTML
+
+    if not (HTML / "index.html").exists():
+        pytest.fail("no built book in _build/html: run `make book` first (`make test` does)")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(HTML))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+

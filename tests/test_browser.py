@@ -1,13 +1,10 @@
 """Every built page in headless Chromium with the network cut off: no console
 error, math typeset, graded questions give the right feedback."""
-import functools
-import http.server
 import json
-import threading
 
 import pytest
 
-from book_facts import EDITIONS, HTML, chapter_files, page
+from book_facts import EDITIONS, chapter_files, page
 
 PAGES = ["book/intro", *chapter_files(), "book/playground", "book/glossary"]
 # What a graded question says first when wrong and when right, in each edition (revformer.quiz.UI).
@@ -16,20 +13,6 @@ SAYS = {"en": ("Not quite", "Correct"), "zh_CN": ("还不对", "正确")}
 
 def address(name, edition):
     return name if edition == "en" else f"{edition}/{name}"
-
-
-@pytest.fixture(scope="module")
-def site():
-    if not (HTML / "index.html").exists():
-        pytest.fail("no built book in _build/html: run `make book` first (`make test` does)")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(HTML))
-    handler.log_message = lambda *args: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 def open_page(browser, site, name):
@@ -126,6 +109,8 @@ def test_explorers_run_the_model_in_the_built_page(browser, site, name, edition)
 @pytest.mark.parametrize("answer, typed, right", [
     (69709, "69,709", True), (69709, "69709", True), (69709, "69 709", True), (69709, "69.709", False),
     (1234.5, "1,234.5", True), (0.5, "0,5", True), (0.5, ".5", True), (33472, "33,47", False),
+    (0.092, "0,092", True), (0.092, "\uff10.\uff10\uff19\uff12", True), (0.092, "0\u3002092", True),
+    (0.092, "0\uff0e092", True), (1.234, "1,234", True), (1234, "\uff11\uff0c\uff12\uff13\uff14", True),
 ])
 def test_a_number_is_read_the_way_the_book_prints_it(browser, answer, typed, right):
     """A comma between groups of three digits separates thousands; a lone comma is a decimal comma."""
@@ -140,5 +125,26 @@ def test_a_number_is_read_the_way_the_book_prints_it(browser, answer, typed, rig
         tab.locator("button.rf-quiz-check").click()
         feedback = tab.locator(".rf-quiz-feedback")
         assert ("rf-right" in feedback.get_attribute("class")) == right, feedback.text_content()
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("language, says", [
+    ("en", "Did you mean 1.234 or 1234? Write it with a point."),
+    ("zh_CN", "\u4f60\u662f\u6307 1.234 \u8fd8\u662f 1234\uff1f"),
+])
+def test_a_comma_that_may_mean_either_is_asked_about(browser, language, says):
+    """"1,234" when the answer is near neither 1.234 nor 1234: a question, not "too large"."""
+    from revformer.quiz import number
+
+    context = browser.new_context()
+    tab = context.new_page()
+    try:
+        tab.set_content("<html><body>" + number("How much?", 0.5, 0.01, "Half.", language=language)._repr_html_()
+                        + "</body></html>")
+        tab.locator(".rf-quiz input[type=text]").fill("1,234")
+        tab.locator("button.rf-quiz-check").click()
+        feedback = tab.locator(".rf-quiz-feedback")
+        assert feedback.text_content().startswith(says) and "rf-wrong" in feedback.get_attribute("class")
     finally:
         context.close()

@@ -1,6 +1,7 @@
 """One executed source, two languages: revformer.i18n, and what shows its text (quizzes, playground, solutions)."""
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -20,9 +21,7 @@ def test_say_shows_the_kernels_language_and_keeps_both(monkeypatch):
         i18n.language()
 
 
-def test_say_refuses_anything_but_two_strings():
-    with pytest.raises(ValueError, match="say needs two strings"):
-        i18n.say("loss", 0.3)
+def test_both_refuses_two_kinds_of_object():
     with pytest.raises(ValueError, match="one kind of object"):
         i18n.Both("text", 3)
 
@@ -66,24 +65,25 @@ def test_ask_takes_no_text_overrides():
         ask("08", "q1", explanation="computed")
 
 
-def test_a_stale_chinese_question_falls_back_to_its_english():
+def test_a_stale_chinese_question_falls_back_to_its_english(monkeypatch):
     from revformer.quiz import chinese
 
     record = {"question": "How many?", "explanation": "Seven.", "options": ["a", "b"]}
-    catalogue = {"question": {"en": "How many, again?", "zh": "多少个？"},
-                 "explanation": {"en": "Seven.", "zh": "七个。"},
-                 "options": [{"en": "a", "zh": "甲"}, {"en": "b", "zh": "乙"}]}
-    assert chinese(record, catalogue) == {"question": "How many?", "explanation": "七个。", "options": ["甲", "乙"]}
+    table = {"99 q1 question\x04How many, again?": "多少个？",  # translates an English that has changed since
+             "99 q1 explanation\x04Seven.": "七个。", "99 q1 options 0\x04a": "甲", "99 q1 options 1\x04b": "乙"}
+    monkeypatch.setattr(i18n.catalogue("zh_CN"), "_catalog", table)
+    assert chinese(record, "99", "q1") == {"question": "How many?", "explanation": "七个。", "options": ["甲", "乙"]}
 
 
 def test_the_playground_speaks_both_languages():
     from revformer import web
 
-    assert set(web.TEXT["en"]) == set(web.TEXT["zh_CN"])
+    assert set(web.text("en")) == set(web.text("zh_CN")) == set(web.TEXT)
+    assert web.text("en") == web.TEXT  # the English is the code's, its {names} left for the script
     script = web.PLAYGROUND_JS.read_text(encoding="utf-8")
     used = set(re.findall(r"O\.text\.(\w+)", script)) | set(re.findall(r'say\("(\w+)"', script))
     used |= {k for pair in re.findall(r'say\((\w+) \? "(\w+)" : "(\w+)"', script) for k in pair[1:]}
-    assert used <= set(web.TEXT["en"]), used - set(web.TEXT["en"])
+    assert used <= set(web.TEXT), used - set(web.TEXT)
     both = web.chapter_explorer(12)
     zh = both.zh.html
     for label in ("六个数字", "随机数字", "敲除第 0 层的", "全部头", "当前 loss", "query 行"):
@@ -107,23 +107,73 @@ def test_solutions_open_with_a_chinese_summary():
 
 
 def test_every_label_has_its_chinese():
-    """The words the package itself shows: one Chinese text for each English one, none left English."""
-    from revformer import explorer, quiz, web
+    """The words the package itself shows: English in the code, one Chinese text each in the catalogue."""
+    from revformer import explorer, quiz, source, web
     from revformer.exercises import Solution
-    from revformer.source import LINES
 
-    tables = {"quiz.UI": quiz.UI, "web.TEXT": web.TEXT, "explorer.LABELS": explorer.LABELS,
-              "Solution.SUMMARY": {k: {"summary": v} for k, v in Solution.SUMMARY.items()},
-              "source.LINES": {k: {"lines": v} for k, v in LINES.items()}}
-    for name, table in tables.items():
-        assert set(table) == {"en", "zh_CN"}, name
-        assert set(table["zh_CN"]) == set(table["en"]), f"{name}: {set(table['en']) ^ set(table['zh_CN'])}"
-        for key, text in table["zh_CN"].items():
-            english = table["en"][key]
+    english = {"quiz.UI": quiz.UI, "web.TEXT": web.TEXT, "web.GROUP_TEXT": web.GROUP_TEXT,
+               "web.TITLES": web.TITLES, "explorer.LABELS": explorer.LABELS,
+               "explorer.STATIC_NOTE": {"note": explorer.STATIC_NOTE}, "source.LINES": {"lines": source.LINES}}
+    for name, table in english.items():
+        for key, text in table.items():
+            assert not re.search(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]", text), (name, key)  # English only
+            chinese = i18n.unfilled(text, "zh_CN")
             if re.search(r"[A-Za-z]{3,}", re.sub(r"\{\w+\}|<[^>]+>|revformer[-\w.]*|EOS|BOS|SEP|mask|query|key|"
-                                                 r"token|loss|lr|PDF", "", english)):
-                assert re.search(r"[\u4e00-\u9fff]", text), f"{name}[{key!r}] is not translated: {text!r}"
-            assert set(re.findall(r"\{\w+\}", text)) == set(re.findall(r"\{\w+\}", english)), (name, key)
-    assert set(web.GROUP_TEXT) == set(web.GROUP_TEXT_ZH)
-    for key, (en, zh) in web.TITLES.items():
-        assert re.search(r"[\u4e00-\u9fff]", zh), key
+                                                 r"token|loss|lr|PDF|four_heads|one_head|no_mask", "", text)):
+                assert re.search(r"[\u4e00-\u9fff]", chinese), f"{name}[{key!r}] is not translated: {chinese!r}"
+            assert set(re.findall(r"\{\w+\}", chinese)) == set(re.findall(r"\{\w+\}", text)), (name, key)
+    summary = {k: {"summary": v} for k, v in Solution.SUMMARY.items()}  # exercises' own table
+    assert set(summary) == {"en", "zh_CN"} and re.search(r"[\u4e00-\u9fff]", summary["zh_CN"]["summary"])
+    for path in ("quiz.py", "web.py", "explorer.py", "source.py", "web/playground.js"):
+        code = (Path(explorer.__file__).parent / path).read_text(encoding="utf-8")
+        assert not re.search(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]", code), f"{path} holds Chinese"
+
+def test_the_package_figures_are_translated():
+    """Every text the package's figures draw (plots, seeds_plots) has its Chinese in the catalogue."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from revformer import plots, seeds_plots
+
+    rng = np.random.default_rng(0)
+    weights = rng.random((2, 4, 14, 14))
+    weights /= weights.sum(-1, keepdims=True)
+    tokens = [10, 3, 1, 4, 2, 0, 5, 11, 5, 0, 2, 4, 1, 3]
+    history = [(0, 2.5, 2.6), (50, 0.5, 0.6), (100, 0.05, 0.06)]
+    groups = ("four_heads", "one_head", "no_mask")
+    stats = [{"group": g, "layer": layer, "reversal_weight": 0.8, "next_answer_weight": 0.1}
+             for g in groups for layer in (0, 1)]
+    rows = [{"group": g, "seed": seed, "first_perfect_step": 100 + 10 * seed,
+             **{m: 0.5 for m in seeds_plots.MEASURES if m != "first_perfect_step"}}
+            for g in groups for seed in (0, 1, 2)]
+    curves = [{"group": g, "seed": seed, "step": step, "val_sequence_accuracy": step / 100}
+              for g in groups for seed in (0, 1) for step in (0, 50, 100)]
+    figures = [plots.plot_attention_grid(weights, tokens), plots.plot_reversal_crop(weights, tokens),
+               plots.plot_losses(history), plots.plot_mask_toggle(weights, weights[::-1], tokens),
+               plots.plot_ablation({g: history for g in groups}, stats),
+               seeds_plots.plot_seed_strips(rows, list(seeds_plots.MEASURES), highlight_seed=1),
+               seeds_plots.plot_learning_curves(curves, highlight_seed=0),
+               seeds_plots.plot_paired_slopes([("four_heads", [0.5, 0.6]), ("one_head", [0.4, 0.7])], [0, 1],
+                                              highlight_seed=0)]
+    try:
+        for fig in figures:
+            for text in i18n.figure_texts(fig):
+                chinese = i18n.translate(text, "zh_CN")
+                assert chinese is not None, f"no Chinese for the figure text {text!r}"
+                if i18n.needs_translation(text):
+                    assert re.search(r"[\u4e00-\u9fff]", chinese) and not i18n.needs_translation(
+                        re.sub(r"\b(key|query|mask|loss|token)\b", "", chinese)), (text, chinese)
+    finally:
+        for fig in figures:
+            plt.close(fig)
+
+
+def test_the_most_specific_figure_template_wins():
+    assert i18n.translate("layer 1, head 2: mask off", "zh_CN") == "第 1 层，头 2：mask 关闭"
+    assert i18n.translate("layer 1, head 2", "zh_CN") == "第 1 层，头 2"
+    assert i18n.translate("seed 7 (this build)", "zh_CN") == "种子 7（本次构建）"
+    assert i18n.translate("seed 7", "zh_CN") == "种子 7"
+    assert i18n.translate("layer 1, head 2 of something new", "zh_CN") is None  # a field holds no words

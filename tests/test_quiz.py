@@ -128,3 +128,100 @@ def test_ask_refuses_unknown_questions_and_takes_computed_answers():
         ask("08", "q1", colour="red")
     computed = ask("08", "q1", answer=0.25)
     assert computed.answer == 0.25 and computed.question == ask("08", "q1").question
+
+
+# Numbers as people type them: (typed, answer, tolerance, what is read: a number, None for no
+# number, or the two readings the quiz asks about). The page's JavaScript reads them the same way.
+NUMBER_CASES = [
+    ("0.092", None, 0.0, 0.092),
+    ("0,092", None, 0.0, 0.092),  # a decimal comma
+    ("\uff10.\uff10\uff19\uff12", None, 0.0, 0.092),  # full-width digits
+    ("\uff10\uff0e\uff10\uff19\uff12", None, 0.0, 0.092),  # and a full-width point
+    ("0\u3002092", None, 0.0, 0.092),  # a Chinese full stop as the point
+    ("0\uff0e092", None, 0.0, 0.092),
+    ("\uff0d\uff10\uff0c\uff15", None, 0.0, -0.5),  # full-width minus and comma
+    ("\u30000.5\u3000", None, 0.0, 0.5),  # ideographic spaces around it
+    ("69,709,123", None, 0.0, 69709123.0),  # commas between groups of three: thousands
+    ("1,234.5", None, 0.0, 1234.5),
+    ("1,234", None, 0.0, ("1.234", "1234")),  # thousands or a decimal comma: asked
+    ("1,234", 0.5, 0.01, ("1.234", "1234")),  # neither reading near the answer: asked
+    ("1,234", 1.2, 0.01, 1.234),  # the reading near the answer is taken (and graded: too large)
+    ("\uff11\uff0c\uff12\uff13\uff14", 1.2, 0.01, 1.234),
+    ("1,234", 1234.0, 1.0, 1234.0),
+    ("69,709", 69709.0, 0.0, 69709.0),
+    ("0,234", None, 0.0, 0.234),  # a leading 0 never opens a group of thousands
+    ("12,34", None, 0.0, 12.34),
+    ("1e-3", None, 0.0, 0.001),
+    ("", None, 0.0, None), ("abc", None, 0.0, None), ("1.2.3", None, 0.0, None), ("0x10", None, 0.0, None),
+    ("inf", None, 0.0, None), ("1,2,3", None, 0.0, None), ("1.234,5", None, 0.0, None),
+]
+
+
+@pytest.mark.parametrize("typed, answer, tolerance, expected", NUMBER_CASES)
+def test_read_number_takes_what_people_type(typed, answer, tolerance, expected):
+    from revformer.quiz import Reading, read_number
+
+    read = read_number(typed, answer, tolerance)
+    if isinstance(expected, tuple):
+        assert read == Reading(None, expected)
+    elif expected is None:
+        assert read == Reading(None)
+    else:
+        assert read.ambiguous is None and read.value == pytest.approx(expected, rel=1e-12)
+
+
+def test_ascii_digits():
+    from revformer.quiz import ascii_digits
+
+    assert ascii_digits("\uff13\uff11\uff14\uff12\uff10\uff15") == "314205"
+    assert ascii_digits("\uff10\u3002\uff10\uff19\uff12") == "0.092" and ascii_digits("a b") == "a b"
+
+
+def _node(script: str) -> str:
+    import shutil
+    import subprocess
+
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        pytest.skip("node is not installed")
+    done = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_page_reads_numbers_as_python_does():
+    """The quiz's JavaScript (``_READ_NUMBER_JS``, run by node) reads every case as ``read_number`` does."""
+    from revformer.quiz import _READ_NUMBER_JS
+
+    cases = [[typed, answer, tolerance] for typed, answer, tolerance, _ in NUMBER_CASES]
+    out = json.loads(_node(_READ_NUMBER_JS + "\nconsole.log(JSON.stringify(" + json.dumps(cases, ensure_ascii=False)
+                           + ".map(function (c) { var r = readNumber(c[0], c[1], c[2]);"
+                           " return [isNaN(r.value) ? null : r.value, r.ambiguous]; })));"))
+    for (typed, _, _, expected), (value, ambiguous) in zip(NUMBER_CASES, out):
+        if isinstance(expected, tuple):
+            assert (value, ambiguous) == (None, list(expected)), typed
+        elif expected is None:
+            assert (value, ambiguous) == (None, None), typed
+        else:
+            assert ambiguous is None and value == pytest.approx(expected, rel=1e-12), typed
+
+
+def test_the_ambiguous_comma_is_asked_about_in_the_quizs_language():
+    html = number("Largest weight?", 0.5, 0.01, "x", language="zh_CN")._repr_html_()
+    ui = _data(html)["ui"]
+    assert "{decimal}" in ui["ambiguous"] and "{whole}" in ui["ambiguous"] and re.search(r"[\u4e00-\u9fff]",
+                                                                                         ui["ambiguous"])
+    assert _data(number("q?", 0.5, 0.01, "x")._repr_html_())["ui"]["ambiguous"] == \
+        "Did you mean {decimal} or {whole}? Write it with a point."
+    assert "function readNumber(text, answer, tolerance)" in html and "ui.ambiguous" in html
+
+
+def test_the_playground_reads_full_width_digits():
+    from revformer import web
+
+    assert web._check_digits("\uff13\uff11\uff14\uff12\uff10\uff15") == "314205"
+    script = web.PLAYGROUND_JS.read_text(encoding="utf-8")
+    function = re.search(r"^ *(function asciiDigits\(text\) \{.*\})$", script, re.M).group(1)
+    out = _node(function + '\nconsole.log(JSON.stringify(["\uff19\uff18\uff17 650", "3\u30001 4205", "31a205"]'
+                           '.map(asciiDigits)));')
+    assert json.loads(out) == ["987650", "314205", "31a205"]

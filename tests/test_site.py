@@ -254,7 +254,7 @@ def test_the_chinese_edition_is_written_and_searchable_in_chinese():
     terms = json.loads(index[len("Search.setIndex("):index.rindex(")")])["terms"]
     chinese = [t for t in terms if re.fullmatch(r"[\u4e00-\u9fff]{2,}", t)]
     assert len(chinese) > 500, "the Chinese search index holds few Chinese words (is jieba installed?)"
-    for word in ("注意力", "教师", "消融", "反转", "教师强制", "反转对齐"):  # words, and the book's terms whole
+    for word in ("注意力", "教师", "消融", "反转", "教师强制", "反转对齐", "局部图", "残差流", "掩码", "因果掩码"):
         assert word in terms, word
 
 
@@ -269,6 +269,5 @@ def test_the_chinese_page_prints_what_the_english_page_prints(name):
     (en_text, en_images), (zh_text, zh_images) = printed("en"), printed("zh_CN")
     assert zh_text == en_text, f"{name}: the Chinese page prints other text than the English one"
     assert len(zh_images) == len(en_images)
-    for en_image, zh_image in zip(en_images, zh_images):
-        same = (page(name).parent / en_image).read_bytes() == (page(name, "zh_CN").parent / zh_image).read_bytes()
-        assert same, f"{name}: figure {zh_image} differs from the English page's {en_image}"
+    # the figures are drawn from the same run in each language (revformer.i18n.figure_bundle): a figure
+    # with words differs; tests/test_catalogues.py checks that each of them has its Chinese

@@ -38,31 +38,51 @@ def test_a_chinese_notebook_shares_every_code_cell_but_its_setup_cell(source):
     assert chinese["metadata"]["revformer"] == {"language": "zh_CN", "translates": f"book/{source.name}"}
 
 
-def _fake_book(tmp_path, monkeypatch, english_text, entry):
-    """A one-chapter book with its catalogue, for the checker."""
+def _po(path: Path, entries) -> None:
+    """A catalogue with ``entries`` (msgctxt, msgid, msgstr[, flags])."""
+    import polib
+
+    po = polib.POFile()
+    po.metadata = dict(translations.HEADER)
+    for ctxt, msgid, msgstr, *flags in entries:
+        po.append(polib.POEntry(msgctxt=ctxt, msgid=msgid, msgstr=msgstr, flags=flags[0] if flags else []))
+    translations.write_po(path, po)
+
+
+def _fake_book(tmp_path, monkeypatch, english_text, translated, code="x = 1", code_entries=()):
+    """A one-chapter book with its catalogue, for the checker: ``translated`` is (English, Chinese) of its cell."""
     book, locale = tmp_path / "book", tmp_path / "locale" / "zh_CN"
     book.mkdir()
     nb = {"cells": [{"cell_type": "markdown", "id": "cell-000", "metadata": {}, "source": [english_text]},
-                    {"cell_type": "code", "id": "cell-001", "metadata": {}, "source": ["x = 1"],
+                    {"cell_type": "code", "id": "cell-001", "metadata": {}, "source": [code],
                      "outputs": [], "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (book / "01_task.ipynb").write_text(json.dumps(nb), encoding="utf-8")
     for name in translations.PAGES:
         (book / name).write_text("# A page\n", encoding="utf-8")
-    translations.save(locale / "01_task.json", {"source": "book/01_task.ipynb", "cells": {"cell-000": entry}})
+    _po(locale / "01_task.po", [("cell-000", *translated), *code_entries])
     for name in translations.PAGES:
-        translations.save(locale / f"{Path(name).stem}.json",
-                          {"cells": {"b000": {"en": "# A page", "zh": "# 一页"}}})
+        _po(locale / f"{Path(name).stem}.po", [("b000", "# A page", "# 一页")])
+    package = tmp_path / "code" / "revformer" / "locale" / "zh_CN" / "LC_MESSAGES" / "revformer.po"
+    _po(package, [])
     monkeypatch.setattr(translations, "ROOT", tmp_path)
     monkeypatch.setattr(translations, "BOOK", book)
     monkeypatch.setattr(translations, "LOCALE", locale)
+    monkeypatch.setattr(translations, "PACKAGE_CATALOGUE", package)
     monkeypatch.setattr(translations, "QUESTIONS", tmp_path / "questions")
     (tmp_path / "questions").mkdir()
 
 
-def test_a_changed_english_cell_makes_its_translation_stale_by_name(tmp_path, monkeypatch):
-    _fake_book(tmp_path, monkeypatch, "The loss is `0.3`.", {"en": "The loss was `0.3`.", "zh": "loss 是 `0.3`。"})
+def test_a_changed_english_cell_becomes_fuzzy_and_is_named(tmp_path, monkeypatch):
+    _fake_book(tmp_path, monkeypatch, "The loss is `0.3`.", ("The loss was `0.3`.", "loss 是 `0.3`。"))
     assert translations.problems() == [
-        "locale/zh_CN/01_task.json cell-000: stale: 01_task.ipynb changed this cell since it was translated"]
+        "locale/zh_CN/01_task.po cell-000: no entry for this 01_task.ipynb cell (run make translations)"] or \
+        translations.problems()[0].startswith("locale/zh_CN/01_task.po cell-000: stale")
+    translations.update()  # gettext's way: the entry keeps its translation, marked fuzzy, its old English kept
+    (entry,) = [e for e in translations.read_po(tmp_path / "locale/zh_CN/01_task.po") if e.msgctxt == "cell-000"]
+    assert "fuzzy" in entry.flags and entry.previous_msgid == "The loss was `0.3`."
+    assert entry.msgid == "The loss is `0.3`." and entry.msgstr == "loss 是 `0.3`。"
+    assert translations.problems() == [
+        "locale/zh_CN/01_task.po cell-000: stale (fuzzy): 01_task.ipynb changed this cell since it was translated"]
 
 
 @pytest.mark.parametrize("zh, problem", [
@@ -77,16 +97,70 @@ def test_the_checker_names_what_a_translation_lost(tmp_path, monkeypatch, zh, pr
         english = "The loss is `0.3`."
     if problem == "code spans":  # a code span the English does not have
         zh = "loss 是 `0.4`。"
-    _fake_book(tmp_path, monkeypatch, english, {"en": english, "zh": zh})
+    _fake_book(tmp_path, monkeypatch, english, (english, zh))
     (found,) = translations.problems()
-    assert found.startswith("locale/zh_CN/01_task.json cell-000: ") and problem in found, found
+    assert found.startswith("locale/zh_CN/01_task.po cell-000: ") and problem in found, found
 
 
 def test_glossary_roles_and_added_anchors_are_allowed(tmp_path, monkeypatch):
     english = "## Downloads\n\nSee {term}`causal mask`."
     zh = '<a id="downloads"></a>\n\n## 下载\n\n见 {term}`因果 mask <causal mask>`。'
-    _fake_book(tmp_path, monkeypatch, english, {"en": english, "zh": zh})
+    _fake_book(tmp_path, monkeypatch, english, (english, zh))
     assert translations.problems() == []
+
+
+def test_a_say_template_must_be_a_literal_and_translated_with_its_fields(tmp_path, monkeypatch):
+    code = 'say("The loss is {loss:.3f}." if ok else "No loss.", loss=0.3)'
+    _fake_book(tmp_path, monkeypatch, "Text.", ("Text.", "文字。"), code=code)
+    assert translations.templates(translations.BOOK / "01_task.ipynb") == {
+        "The loss is {loss:.3f}.": ["cell-001"], "No loss.": ["cell-001"]}
+    found = translations.problems()
+    assert len(found) == 2 and all("no entry (run make translations)" in line for line in found), found
+    translations.update()
+    assert all("not translated" in line for line in translations.problems())
+    po = translations.read_po(tmp_path / "locale/zh_CN/01_task.po")
+    for entry in po:
+        if entry.msgid == "The loss is {loss:.3f}.":
+            assert "python-brace-format" in entry.flags and entry.comment == "code: say() in cell cell-001"
+            entry.msgstr = "loss 为 {los:.3f}。"  # a field misspelt
+        elif entry.msgid == "No loss.":
+            entry.msgstr = "没有 loss。"
+    translations.write_po(tmp_path / "locale/zh_CN/01_task.po", po)
+    found = translations.problems()
+    assert any("fields differ: ['loss'] in English, ['los'] here" in line for line in found), found
+    assert any("msgfmt --check" in line and "'los:.3f'" in line for line in found), found  # gettext's own check
+
+
+def test_an_f_string_template_is_refused_by_name(tmp_path, monkeypatch):
+    _fake_book(tmp_path, monkeypatch, "Text.", ("Text.", "文字。"), code='say(f"The loss is {loss}.")')
+    with pytest.raises(SystemExit, match="01_task.ipynb cell-001: say's first argument must be a template string"):
+        translations.templates(translations.BOOK / "01_task.ipynb")
+
+
+def test_every_catalogue_passes_msgfmt_check():
+    paths = [translations.catalogue_path(s) for s in translations.sources()]
+    paths += sorted(translations.PACKAGE_CATALOGUE.parent.glob("*.po"))
+    found = [line for path in paths for line in translations.msgfmt_problems(path)]
+    assert not found, "\n".join(found)
+
+
+def test_the_chinese_glossary_is_in_chinese_ordered_by_pinyin():
+    from pypinyin import lazy_pinyin
+
+    text, _ = translations.zh_page(translations.BOOK / "glossary.md")
+    body = text[text.index(":::{glossary}"):]
+    assert ":sorted:" not in body
+    heads = [line for line in body.split("\n")[1:] if line and not line.startswith((" ", ":::"))]
+    assert len(heads) >= 50
+    keys = ["".join(lazy_pinyin(h)).lower() for h in heads]
+    assert keys == sorted(keys)
+    chinese = [h for h in heads if translations.HAN.search(h)]
+    assert len(chinese) >= 0.7 * len(heads)  # identifiers such as softmax or hook keep their name
+    assert "因果 mask（causal mask）" in heads and "注意力权重（attention weight）" in heads
+    for term in ("局部图", "残差流", "因果掩码", "掩码"):
+        assert term in translations.search_terms(), term
+    playground, _ = translations.zh_page(translations.BOOK / "playground.md")
+    assert "{term}`因果 mask <因果 mask（causal mask）>`" in playground
 
 
 def test_outputs_come_from_the_english_run_shown_in_chinese():

@@ -513,6 +513,11 @@ def test_typing_shows_errors_without_moving_anything(playground, experiment):
     expected = generate(experiment.model("four_heads"), torch.tensor([encode([9, 8, 7, 6, 5, 0])[:PROMPT_LEN]]))[0]
     assert root.get_attribute("data-answer").split() == [("<EOS>" if t == 12 else str(t)) for t in expected.tolist()]
     assert [_box(p) for p in places] == before
+    box.fill("\uff11\uff12\uff13\uff14\uff15\uff16")  # full-width digits, as a Chinese keyboard types them
+    assert alert.text_content() == ""
+    expected = generate(experiment.model("four_heads"), torch.tensor([encode([1, 2, 3, 4, 5, 6])[:PROMPT_LEN]]))[0]
+    assert root.get_attribute("data-answer").split() == [("<EOS>" if t == 12 else str(t)) for t in expected.tolist()]
+    box.focus()
     tab.page.keyboard.press("Tab")  # to the random button
     assert tab.page.evaluate("() => document.activeElement.className") == "rfp-random"
     tab.page.keyboard.press("Enter")

@@ -31,31 +31,15 @@ import sys
 from pathlib import Path
 from string import Template
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from site_config import named, package_version  # noqa: E402  (the one reader of _config.yml)
+
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "tools" / "setup_cell.py.template"
 # Files, besides the notebooks, that name the repository or the site.
 NAMED_IN = ["_config.yml", "README.md", "CITATION.cff", "CONTRIBUTING.md", "code/pyproject.toml",
             "code/revformer/web.py", "book/intro.md", "book/glossary.md", "book/playground.md"]
 REPO_PATTERN = re.compile(r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-
-
-def config_text() -> str:
-    return (ROOT / "_config.yml").read_text(encoding="utf-8")
-
-
-def named() -> tuple[str, str]:
-    """The repository URL and the site URL (with its final slash) of ``_config.yml``."""
-    text = config_text()
-    repo = re.search(r"^\s+url:\s*(\S+)\s*$", text, re.M)
-    site = re.search(r"^\s+baseurl:\s*(\S+)\s*$", text, re.M)
-    if not repo or not site:
-        raise SystemExit("_config.yml must name repository.url and html.baseurl")
-    return repo.group(1).rstrip("/"), site.group(1).rstrip("/") + "/"
-
-
-def package_version() -> str:
-    text = (ROOT / "code" / "revformer" / "__init__.py").read_text(encoding="utf-8")
-    return re.search(r'^__version__ = "([^"]+)"', text, re.M).group(1)
 
 
 def notebooks() -> list[Path]:
@@ -111,7 +95,7 @@ def retarget(repo: str, site: str | None) -> int:
     if not site.startswith(("https://", "http://")):
         raise SystemExit(f"SITE must be an http(s) URL, got {site!r}")
     old_repo, old_site = named()
-    for path in [ROOT / p for p in NAMED_IN] + notebooks() + sorted((ROOT / "locale").rglob("*.json")):
+    for path in [ROOT / p for p in NAMED_IN] + notebooks() + sorted((ROOT / "locale").rglob("*.po")):
         if path.exists():
             text = path.read_text(encoding="utf-8")
             new = text.replace(old_site, site).replace(old_site.rstrip("/"), site.rstrip("/"))
@@ -163,7 +147,10 @@ def _build_hash(seed: int, python: str) -> str:
     fingerprint = subprocess.run([python, "-m", "revformer.fingerprint"], cwd=ROOT, check=True,
                                  capture_output=True, text=True).stdout.strip()
     requirements = hashlib.sha256(b"".join(p.read_bytes() for p in sorted((ROOT / "requirements").glob("*.txt"))))
-    return f"seed {seed} package {fingerprint} requirements {requirements.hexdigest()[:16]}"
+    # the compiled catalogue: the outputs carry every sentence and figure in every language
+    catalogue = hashlib.sha256(b"".join(p.read_bytes() for p in sorted((ROOT / "code").rglob("*.mo"))))
+    return (f"seed {seed} package {fingerprint} requirements {requirements.hexdigest()[:16]} "
+            f"catalogue {catalogue.hexdigest()[:16]}")
 
 
 def build(seed: int) -> int:
@@ -192,6 +179,10 @@ def build(seed: int) -> int:
     for notebook in notebooks():
         shutil.copy(notebook, DOWNLOADS / "notebooks" / notebook.name)
     env["REVFORMER_STATIC_BUILD"] = "1"
+    # The kernels draw every figure in every language (revformer.i18n.watch_figures), from IPython's startup folder.
+    from revformer.i18n import startup_folder
+
+    env["IPYTHONDIR"] = str(startup_folder(BUILD / "ipython"))
     _run(python, "-c", "from jupyter_book.cli.main import main; main()", "build", ".", "-W", "-n",
          "--keep-going", env=env)
     # The Chinese edition, from the English one's executed notebooks (tools/translations.py).

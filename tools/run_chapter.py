@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(number: str, seed: int, out: Path | None) -> bool:
+def run(number: str, seed: int, out: Path | None, language: str = "en") -> bool:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
@@ -30,6 +30,11 @@ def run(number: str, seed: int, out: Path | None) -> bool:
     nb = nbformat.read(path, as_version=4)
     os.environ.update(REVFORMER_STATIC_BUILD="1", REVFORMER_PROGRESS="0", REVFORMER_SEED=str(seed))
     os.environ.setdefault("REVFORMER_CACHE", str(ROOT / "_build" / "revformer-cache"))
+    from revformer.i18n import startup_folder
+
+    # the build's kernels draw every figure in every language (revformer.i18n.watch_figures)
+    os.environ["IPYTHONDIR"] = str(startup_folder(ROOT / "_build" / "ipython"))
+    os.environ["REVFORMER_LANGUAGE"] = language
     start = time.perf_counter()
     client = NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
     try:
@@ -54,8 +59,10 @@ def main(argv=None) -> int:
     parser.add_argument("chapters", nargs="+", help="chapter numbers (08) or page names")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", type=Path, default=None, help="keep the executed notebooks here")
+    parser.add_argument("--language", default="en", choices=("en", "zh_CN"),
+                        help="the kernel's language (zh_CN: sentences and figures in Chinese, from the catalogues)")
     args = parser.parse_args(argv)
-    results = [run(c, args.seed, args.out) for c in args.chapters]
+    results = [run(c, args.seed, args.out, args.language) for c in args.chapters]
     return 0 if all(results) else 1
 
 

@@ -1,35 +1,36 @@
-"""The Chinese edition: ``python tools/translations.py init | check | notebooks | build``.
+"""The Chinese edition: ``python tools/translations.py update | check | notebooks | build``.
 
-Each page of the book has a catalogue in ``locale/zh_CN/``, named after the
-page (``locale/zh_CN/05_causal_mask.json``), and each question file of the
-package one in ``code/revformer/questions/zh_CN/``. A catalogue entry holds
-the English text it translates beside the translation::
+Every catalogue is a gettext ``.po`` file, read and written with ``polib``, so
+that a translator opens it in Poedit, Weblate or any gettext tool:
 
-    {"source": "book/05_causal_mask.ipynb",
-     "cells": {"cell-000": {"en": "# 5. The causal mask\\n...", "zh": "# 5. 因果 mask\\n..."}}}
+- ``locale/zh_CN/<page>.po`` translates one page of the book. A markdown cell is
+  the entry whose ``msgctxt`` is the cell's id (a figure's alt text:
+  ``<cell id>:alt``; a block of a Markdown page, split at blank lines outside
+  code fences: ``b000``, ``b001``, ...). The page's code speaks through
+  entries without a ``msgctxt``: the English templates of its ``say(...)``
+  calls (found in its code cells) and the texts of its figures (found when the
+  chapter runs), each with a comment saying where it comes from.
+- ``code/revformer/locale/zh_CN/LC_MESSAGES/revformer.po``: what the package
+  itself says (the checkers' reports, the quizzes' and explorers' words).
 
-A notebook's entries are keyed by the markdown cell's id (a figure's alt text
-by ``<cell id>:alt``); a Markdown page
-(``book/intro.md``) is split into blocks at blank lines outside code fences,
-keyed ``b000``, ``b001``, ... An entry whose ``en`` is no longer the English
-text is stale: ``check`` names it, and so do the tests.
+An entry whose English changed is gettext's ``fuzzy``, its old English kept as
+``#| msgid``; an empty ``msgstr`` is untranslated. ``update`` (``make
+translations``) adds and marks them; ``check`` names every untranslated,
+stale or damaged one, and runs ``msgfmt --check`` on every file.
 
-``notebooks`` writes the Chinese edition's sources, ``zh_CN/book/``: every
-chapter as a notebook without outputs (Colab, Binder and the downloads open
-these), its markdown cells translated and its setup cell rendered from
-``tools/setup_cell.zh_CN.py.template``, and the Markdown pages. They are
-committed, because Colab opens notebooks from the repository; a test fails
-when they differ from what this command writes. ``build`` (run by ``make
-book`` after the English edition) gives each Chinese notebook the outputs of
-its executed English twin (from the English build's Jupyter cache), each output that
-``revformer.i18n`` wrote in both languages shown in Chinese, and builds the
-site into ``_build/html/zh_CN``: nothing is trained or executed twice, except
-the playground's one cell, which draws the model in Chinese.
+``notebooks`` (run by ``make translations``) compiles the code's entries of
+every catalogue into ``revformer.mo``, which the package ships and reads with
+the standard library's ``gettext`` (``revformer.i18n``), and writes the Chinese
+edition's sources, ``zh_CN/book/``: every chapter as a notebook without outputs
+(Colab, Binder and the downloads open these), its markdown cells translated and
+its setup cell rendered from ``tools/setup_cell.zh_CN.py.template``, and the
+Markdown pages. Both are committed; a test fails when they differ from what
+this command writes. ``build`` (run by ``make book`` after the English
+edition) gives each Chinese notebook the outputs of its executed English twin,
+each output that ``revformer.i18n`` wrote in every language (sentences,
+figures) shown in Chinese, and builds the site into ``_build/html/zh_CN``.
 
-``init`` adds an entry, with an empty ``zh``, for every English cell or block
-that has none, and drops the entries of cells that no longer exist. It never
-touches a stale entry's ``en``: a translator updates ``zh``, then copies the
-new English into ``en``.
+A third language is a new folder of ``.po`` files beside ``locale/zh_CN``.
 """
 from __future__ import annotations
 
@@ -55,7 +56,111 @@ def sources() -> list[Path]:
 
 
 def catalogue_path(source: Path) -> Path:
-    return LOCALE / f"{source.stem}.json"
+    return LOCALE / f"{source.stem}.po"
+
+
+PACKAGE_CATALOGUE = ROOT / "code" / "revformer" / "locale" / "zh_CN" / "LC_MESSAGES" / "revformer.po"
+COMPILED = PACKAGE_CATALOGUE.with_suffix(".mo")
+HEADER = {"Project-Id-Version": "revformer-book", "PO-Revision-Date": "2026-12-05 00:00+0000",
+          "Last-Translator": "revformer translators", "Language-Team": "Simplified Chinese", "Language": "zh_CN",
+          "MIME-Version": "1.0", "Content-Type": "text/plain; charset=UTF-8", "Content-Transfer-Encoding": "8bit",
+          "Plural-Forms": "nplurals=1; plural=0;"}
+CODE = "code"  # the extracted comment of a template found in a code cell
+FIGURE = "figure"  # ... of a figure's text, found when the chapter ran
+
+
+def read_po(path: Path):
+    """A catalogue (an empty one, with the header, when the file does not exist yet)."""
+    import polib
+
+    if path.exists():
+        return polib.pofile(str(path), wrapwidth=0)
+    po = polib.POFile(wrapwidth=0)
+    po.metadata = dict(HEADER)
+    return po
+
+
+def write_po(path: Path, po) -> None:
+    """Write a catalogue through a temporary file and a rename: never half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    po.wrapwidth = 0
+    _write_text(path, po.__unicode__() + "\n" if not po.__unicode__().endswith("\n") else po.__unicode__())
+
+
+def markdown_entries(po) -> dict:
+    """A page catalogue's entries of markdown cells and blocks, by key (their ``msgctxt``)."""
+    return {e.msgctxt: e for e in po if e.msgctxt and not e.obsolete}
+
+
+def code_entries(po) -> dict:
+    """A catalogue's entries that the code looks up (no ``msgctxt``), by English template."""
+    return {e.msgid: e for e in po if not e.msgctxt and not e.obsolete}
+
+
+def usable(entry) -> bool:
+    return entry is not None and entry.translated() and "fuzzy" not in entry.flags
+
+
+SAY_NAMES = ("say", "tr", "Message")  # revformer.i18n's functions whose first argument is a template
+
+
+def templates(source: Path) -> dict[str, list[str]]:
+    """The English templates of a chapter's ``say(...)`` calls, with the ids of the cells that use them.
+
+    A template must be a string literal (or a conditional between literals): an f-string
+    cannot be looked up in a catalogue, and is an error here.
+    """
+    import ast
+
+    if source.suffix == ".ipynb":
+        cells = [c for c in json.loads(source.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+    else:  # a MyST page's {code-cell} blocks, named by their block key
+        cells = [{"id": key, "source": re.sub(r"\A(?::[\w-]+:.*\n)+", "", block.split("\n", 1)[1].rsplit("\n", 1)[0])}
+                 for key, block, prose in page_blocks(page_body(source)) if not prose]
+    found: dict[str, list[str]] = {}
+    for cell in cells:
+        try:
+            tree = ast.parse("".join(cell["source"]))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in SAY_NAMES:
+                for text in _literals(node.args[0] if node.args else None, f"{source.name} {cell['id']}"):
+                    found.setdefault(text, []).append(cell["id"])
+    return found
+
+
+PACKAGE_NAMES = ("Message", "tr", "unfilled", "say")  # the package's calls whose first argument is a template
+
+
+def package_templates() -> dict[str, list[str]]:
+    """The English templates of the package's own code (a literal first argument of ``Message``, ``tr``, ...),
+    with the modules that use them."""
+    import ast
+
+    found: dict[str, list[str]] = {}
+    package = ROOT / "code" / "revformer"
+    for path in sorted(package.rglob("*.py")):
+        if "solutions" in path.parts or path.name == "i18n.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and node.args:
+                name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+                first = node.args[0]
+                if name in PACKAGE_NAMES and isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    found.setdefault(first.value, []).append(path.relative_to(package).as_posix())
+    return found
+
+
+def _literals(node, where: str) -> list[str]:
+    import ast
+
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.IfExp):
+        return _literals(node.body, where) + _literals(node.orelse, where)
+    raise SystemExit(f"{where}: say's first argument must be a template string with named fields "
+                     f"(say(\"... {{x}} ...\", x=x)), not {ast.unparse(node) if node is not None else 'nothing'}")
 
 
 def md_blocks(text: str) -> list[str]:
@@ -116,21 +221,21 @@ def front_matter(source: Path) -> str:
     return text[: text.index("\n---\n", 4) + 5] if text.startswith("---\n") else ""
 
 
-def load(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-
-
-def save(path: Path, data: dict) -> None:
-    """Write JSON through a temporary file and a rename: a catalogue is never half-written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    os.replace(temporary, path)
-
-
 def question_english(number: str) -> dict:
     return json.loads((QUESTIONS / f"{number}.json").read_text(encoding="utf-8"))
+
+
+def question_fields() -> dict[str, str]:
+    """Every translatable text of the graded questions, by its context in ``questions.po`` (``05 q1 options 2``)."""
+    out = {}
+    for english_file in sorted(QUESTIONS.glob("*.json")):
+        for name, question in question_english(english_file.stem).items():
+            for field, text in question_texts(question).items():
+                items = list(enumerate(text)) if isinstance(text, list) else [(None, text)]
+                for i, item in items:
+                    if item.strip():
+                        out[f"{english_file.stem} {name} {field}" + ("" if i is None else f" {i}")] = item
+    return out
 
 
 def question_texts(question: dict) -> dict:
@@ -142,35 +247,53 @@ def question_texts(question: dict) -> dict:
     return out
 
 
-def init() -> int:
+def _merge(po, key: str | None, text: str, comment: str) -> int:
+    """Add ``text`` to ``po`` (1) or, where its key's English changed, mark the entry fuzzy (0)."""
+    import polib
+
+    found = markdown_entries(po).get(key) if key else code_entries(po).get(text)
+    if found is None:
+        po.append(polib.POEntry(msgctxt=key, msgid=text, msgstr="", comment=comment,
+                                flags=[] if key else ["python-brace-format"]))
+        return 1
+    if found.msgid != text:
+        found.previous_msgid, found.msgid = found.msgid, text
+        if "fuzzy" not in found.flags:
+            found.flags.append("fuzzy")
+    found.comment = comment
+    return 0
+
+
+def update(only=None) -> int:
+    """Every English cell, block and template of the book into its catalogue; gone ones made obsolete."""
     added = 0
     for source in sources():
+        if only and source.stem not in only and source.name not in only and source.stem[:2] not in only:
+            continue
         path = catalogue_path(source)
-        data = load(path)
-        cells = data.get("cells", {})
-        now = english(source)
-        merged = {}
-        for key, text in now.items():
-            entry = cells.get(key)
-            if entry is None:
-                entry, added = {"en": text, "zh": ""}, added + 1
-            merged[key] = entry
-        save(path, {"source": str(source.relative_to(ROOT)), "language": "zh_CN", "cells": merged})
-    for english_file in sorted(QUESTIONS.glob("*.json")):
-        path = QUESTIONS / "zh_CN" / english_file.name
-        data = load(path)
-        merged = {}
-        for name, question in question_english(english_file.stem).items():
-            old = data.get(name, {})
-            entry = {}
-            for field, text in question_texts(question).items():
-                if isinstance(text, list):
-                    have = old.get(field, [])
-                    entry[field] = [have[i] if i < len(have) else {"en": t, "zh": ""} for i, t in enumerate(text)]
-                else:
-                    entry[field] = old.get(field, {"en": text, "zh": ""})
-            merged[name] = entry
-        save(path, merged)
+        po = read_po(path)
+        keys = english(source)
+        for key, text in keys.items():
+            added += _merge(po, key, text, "")
+        used = templates(source)
+        for text, cells in used.items():
+            added += _merge(po, None, text, f"{CODE}: say() in cell {', '.join(dict.fromkeys(cells))}")
+        for entry in po:
+            gone = (entry.msgctxt and entry.msgctxt not in keys) or (
+                not entry.msgctxt and entry.comment.startswith(CODE) and entry.msgid not in used)
+            if gone:
+                entry.obsolete = True
+        write_po(path, po)
+    if not only:
+        path = PACKAGE_CATALOGUE.parent / "questions.po"
+        po = read_po(path)
+        fields = question_fields()
+        for ctxt, text in fields.items():
+            added += _merge(po, ctxt, text, "")
+        for entry in po:
+            if entry.msgctxt and entry.msgctxt not in fields:
+                entry.obsolete = True
+        write_po(path, po)
     print(f"{added} new entries")
     return 0
 
@@ -246,51 +369,103 @@ def entry_problems(en: str, zh: str) -> list[str]:
     return found
 
 
+def template_problems(en: str, zh: str) -> list[str]:
+    """What a translated template lost of what it must keep: its fields, its code spans."""
+    import string
+
+    def fields(text):
+        return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
+
+    found = []
+    try:
+        want, have = fields(en), fields(zh)
+    except ValueError as error:
+        return [f"not a template: {error}"]
+    if want != have:
+        found.append(f"fields differ: {want} in English, {have} here")
+    return found + [p for p in entry_problems(en, zh) if "code span" in p or "HTML tag" in p]
+
+
+def msgfmt_problems(path: Path) -> list[str]:
+    """What gettext's own ``msgfmt --check`` says is wrong with a catalogue."""
+    import shutil
+    import subprocess
+
+    if shutil.which("msgfmt") is None:
+        raise SystemExit("msgfmt is not installed (it comes with gettext: sudo apt-get install -y gettext)")
+    done = subprocess.run(["msgfmt", "--check", "-o", os.devnull, str(path)], capture_output=True, text=True)
+    return [] if done.returncode == 0 else [f"{path.relative_to(ROOT)}: msgfmt --check: {line}"
+                                            for line in done.stderr.strip().splitlines()]
+
+
 def problems(paths=None) -> list[str]:
     """Every untranslated, stale or damaged entry of the catalogues, named by file and key."""
     found = []
     chosen = {Path(p).resolve() for p in paths} if paths else None
+    for path in [catalogue_path(source) for source in sources()] + [PACKAGE_CATALOGUE]:
+        if path.exists() and not (chosen and path.resolve() not in chosen):
+            found += msgfmt_problems(path)
     for source in sources():
         path = catalogue_path(source)
         if chosen and path.resolve() not in chosen:
             continue
         name = path.relative_to(ROOT)
         if not path.exists():
-            found.append(f"{name}: missing (run python tools/translations.py init)")
+            found.append(f"{name}: missing (run make translations)")
             continue
-        cells = load(path).get("cells", {})
+        po = read_po(path)
+        cells, code = markdown_entries(po), code_entries(po)
         for key, text in english(source).items():
             entry = cells.get(key)
             if entry is None:
-                found.append(f"{name} {key}: no entry for this {source.name} cell")
-            elif entry["en"] != text:
-                found.append(f"{name} {key}: stale: {source.name} changed this cell since it was translated")
+                found.append(f"{name} {key}: no entry for this {source.name} cell (run make translations)")
+            elif entry.msgid != text or "fuzzy" in entry.flags:
+                found.append(f"{name} {key}: stale (fuzzy): {source.name} changed this cell since it was translated")
             else:
-                found += [f"{name} {key}: {p}" for p in entry_problems(entry["en"], entry["zh"])]
-    for english_file in sorted(QUESTIONS.glob("*.json")):
-        path = QUESTIONS / "zh_CN" / english_file.name
-        if chosen and path.resolve() not in chosen:
-            continue
-        name, data = path.relative_to(ROOT), load(path)
-        for qname, question in question_english(english_file.stem).items():
-            entry = data.get(qname)
+                found += [f"{name} {key}: {p}" for p in entry_problems(entry.msgid, entry.msgstr)]
+        for text, cells_using in templates(source).items():
+            entry = code.get(text)
+            label = f"{name} say() in {cells_using[0]} {text[:50]!r}"
             if entry is None:
-                found.append(f"{name} {qname}: no entry")
-                continue
-            for field, text in question_texts(question).items():
-                items = entry.get(field)
-                pairs = (list(zip(text, items or [])) if isinstance(text, list) else [(text, items)])
-                if items is None or (isinstance(text, list) and len(items) != len(text)):
-                    found.append(f"{name} {qname}.{field}: missing or a different number of items")
+                found.append(f"{label}: no entry (run make translations)")
+            elif "fuzzy" in entry.flags:
+                found.append(f"{label}: stale (fuzzy)")
+            elif not entry.msgstr.strip():
+                found.append(f"{label}: not translated")
+            else:
+                found += [f"{label}: {p}" for p in template_problems(text, entry.msgstr)]
+        for entry in code.values():
+            if entry.comment.startswith(FIGURE) and (not entry.msgstr.strip() or "fuzzy" in entry.flags):
+                found.append(f"{name} figure text {entry.msgid[:50]!r}: not translated")
+    if PACKAGE_CATALOGUE.exists() and not chosen:
+        entries = {}
+        for path in sorted(PACKAGE_CATALOGUE.parent.glob("*.po")):
+            for entry in read_po(path):
+                if entry.obsolete or entry.msgctxt:
                     continue
-                for i, (want, item) in enumerate(pairs):
-                    label = f"{name} {qname}.{field}" + (f"[{i}]" if isinstance(text, list) else "")
-                    if item["en"] != want:
-                        found.append(f"{label}: stale: the English changed since it was translated")
-                    elif want.strip() and not item["zh"].strip():
-                        found.append(f"{label}: not translated")
-                    elif want.strip():
-                        found += [f"{label}: {p}" for p in entry_problems(want, item["zh"]) if "code span" in p]
+                entries[entry.msgid] = entry
+                if entry.msgstr == "" or "fuzzy" in entry.flags:  # a space can be a translation (" is ")
+                    found.append(f"{path.relative_to(ROOT)} {entry.msgid[:50]!r}: not translated or fuzzy")
+                elif "{" in entry.msgid:
+                    found += [f"{path.relative_to(ROOT)} {entry.msgid[:50]!r}: {p}"
+                              for p in template_problems(entry.msgid, entry.msgstr)]
+        for text, modules in package_templates().items():
+            if text not in entries:
+                found.append(f"revformer/{modules[0]}: {text[:60]!r} has no entry in the package's catalogues")
+    questions = PACKAGE_CATALOGUE.parent / "questions.po"
+    if not chosen or questions.resolve() in chosen:
+        entries = {e.msgctxt: e for e in read_po(questions) if e.msgctxt and not e.obsolete}
+        name = questions.relative_to(ROOT)
+        for ctxt, text in question_fields().items():
+            entry = entries.get(ctxt)
+            if entry is None:
+                found.append(f"{name} {ctxt}: no entry (run make translations)")
+            elif entry.msgid != text or "fuzzy" in entry.flags:
+                found.append(f"{name} {ctxt}: stale (fuzzy): the English changed since it was translated")
+            elif not entry.msgstr.strip():
+                found.append(f"{name} {ctxt}: not translated")
+            else:
+                found += [f"{name} {ctxt}: {p}" for p in entry_problems(text, entry.msgstr) if "code span" in p]
     return found
 
 
@@ -303,10 +478,11 @@ CAPTIONS = {"The task and the data": "任务与数据", "Attention, written by h
 
 
 def _book():
+    """``tools/site_config.py``, the one reader of ``_config.yml`` (never ``tools/book.py``, which imports this)."""
     sys.path.insert(0, str(ROOT / "tools"))
-    import book  # tools/book.py: the one reader of _config.yml
+    import site_config
 
-    return book
+    return site_config
 
 
 def zh_setup_cell() -> str:
@@ -329,12 +505,12 @@ def zh_links(text: str) -> str:
 
 def translation(source: Path) -> tuple[dict[str, str], list[str]]:
     """Each cell's or block's Chinese text (English where there is none yet) and the keys left English."""
-    cells = load(catalogue_path(source)).get("cells", {})
+    cells = markdown_entries(read_po(catalogue_path(source)))
     out, english_left = {}, []
     for key, text in english(source).items():
         entry = cells.get(key)
-        if entry and entry["en"] == text and entry["zh"].strip():
-            out[key] = _outside_code(entry["zh"], zh_links)  # a listing shows the code as it runs
+        if usable(entry) and entry.msgid == text:
+            out[key] = _outside_code(entry.msgstr, zh_links)  # a listing shows the code as it runs
         else:
             out[key] = text
             english_left.append(key)
@@ -361,7 +537,58 @@ def zh_notebook(source: Path) -> tuple[dict, list[str]]:
 def zh_page(source: Path) -> tuple[str, list[str]]:
     texts, left = translation(source)
     blocks = [texts[key] if prose else block for key, block, prose in page_blocks(page_body(source))]
-    return front_matter(source) + "\n" * bool(front_matter(source)) + "\n\n".join(blocks) + "\n", left
+    if source.name == "glossary.md":
+        blocks = glossary_by_pinyin(blocks)
+    text = "\n\n".join(blocks) + "\n"
+    return front_matter(source) + "\n" * bool(front_matter(source)) + zh_terms(text), left
+
+
+def glossary_by_pinyin(blocks: list[str]) -> list[str]:
+    """The Chinese glossary's entries ordered by the pinyin of their (Chinese) headwords, not by code point.
+
+    An entry is a block whose first line is its headword (``消融（ablation）``) and the indented
+    blocks after it. Sphinx's own ``:sorted:`` would order Chinese by code point, so it goes.
+    """
+    from pypinyin import lazy_pinyin
+
+    start = next(i for i, b in enumerate(blocks) if b.lstrip().startswith(":::{glossary}"))
+    end = next(i for i in range(start + 1, len(blocks)) if blocks[i].rstrip().endswith("\n:::")
+               or blocks[i].strip() == ":::")
+    head = blocks[start].replace("\n:sorted:", "")
+    entries: list[list[str]] = []
+    for block in blocks[start + 1:end + 1]:
+        closing = block.rstrip().endswith("\n:::")
+        body = block.rstrip()[: -len("\n:::")] if closing else block
+        if not body.startswith((" ", "\t")):
+            entries.append([body])
+        else:
+            entries[-1].append(body)
+    entries.sort(key=lambda entry: "".join(lazy_pinyin(entry[0].split("\n")[0])).lower())
+    ordered = ["\n\n".join(entry) for entry in entries]
+    ordered[-1] += "\n:::"
+    return blocks[:start] + [head] + ordered + blocks[end + 1:]
+
+
+def glossary_headwords() -> dict[str, str]:
+    """Each English glossary term (lower case) and the Chinese edition's headword for it."""
+    out = {}
+    for entry in markdown_entries(read_po(catalogue_path(BOOK / "glossary.md"))).values():
+        en, zh = entry.msgid.split("\n")[0], entry.msgstr.split("\n")[0]
+        if en and not en.startswith((" ", ":", "#")) and zh and entry.msgid.startswith(en + "\n  "):
+            out[en.lower()] = zh
+    return out
+
+
+def zh_terms(text: str) -> str:
+    """``{term}`` roles pointed at the Chinese glossary's headwords (``<causal mask>`` -> ``<因果 mask（causal mask）>``)."""
+    words = glossary_headwords()
+
+    def point(match):
+        shown, target = match.group(1), match.group(2) or match.group(1)
+        zh = words.get(target.strip().lower())
+        return match.group(0) if zh is None else "{term}`%s <%s>`" % (shown.strip(), zh)
+
+    return re.sub(r"\{term\}`([^`<]*?)(?:\s*<([^`>]*)>)?`", point, text)
 
 
 def zh_files() -> tuple[dict[Path, str], dict[str, list[str]]]:
@@ -386,7 +613,69 @@ def _write_text(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
+def untranslated_figure_texts(nb: dict) -> list[str]:
+    """The texts of an executed notebook's figures that no catalogue entry translated, in order, once each."""
+    from revformer.i18n import METADATA_KEY
+
+    found = []
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
+            found += output.get("metadata", {}).get(METADATA_KEY, {}).get("untranslated", [])
+    return list(dict.fromkeys(found))
+
+
+def compiled_messages() -> dict[str, str]:
+    """What the code looks up, msgid to msgstr: the package's catalogue and every page's code entries."""
+    messages, origin = {}, {}
+    for path in sorted(PACKAGE_CATALOGUE.parent.glob("*.po")) + [catalogue_path(source) for source in sources()]:
+        if not path.exists():
+            continue
+        po = read_po(path)
+        keyed = dict(code_entries(po))
+        if path.parent == PACKAGE_CATALOGUE.parent:  # the package's entries with a context (the questions)
+            keyed.update({f"{e.msgctxt}\x04{e.msgid}": e for e in po if e.msgctxt and not e.obsolete})
+        for text, entry in keyed.items():
+            if not usable(entry):
+                continue
+            if text in messages and messages[text] != entry.msgstr:
+                raise SystemExit(f"{path.relative_to(ROOT)}: {text[:60]!r} is translated otherwise in "
+                                 f"{origin[text].relative_to(ROOT)}: one English text, one translation")
+            messages[text], origin[text] = entry.msgstr, path
+    return messages
+
+
+def compile_mo() -> Path:
+    """``revformer.mo``, the package's compiled catalogue (written only when its messages changed)."""
+    import polib
+
+    messages = compiled_messages()
+    if COMPILED.exists() and compiled_now() == messages:
+        return COMPILED
+    po = polib.POFile()
+    po.metadata = dict(HEADER)
+    for text, translated in sorted(messages.items()):
+        context, _, msgid = text.rpartition("\x04")
+        po.append(polib.POEntry(msgctxt=context or None, msgid=msgid, msgstr=translated))
+    COMPILED.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=COMPILED.parent, prefix=".revformer.", suffix=".mo.tmp")
+    os.close(handle)
+    po.save_as_mofile(temporary)
+    os.replace(temporary, COMPILED)
+    return COMPILED
+
+
+def compiled_now() -> dict[str, str]:
+    """The messages of the committed ``revformer.mo``, as the standard library reads them."""
+    import gettext
+
+    with COMPILED.open("rb") as handle:
+        table = gettext.GNUTranslations(handle)
+    return {k: v for k, v in table._catalog.items() if k}
+
+
 def write_notebooks() -> int:
+    update()
+    compile_mo()
     files, left = zh_files()
     for path, text in files.items():
         if not path.exists() or path.read_text(encoding="utf-8") != text:
@@ -406,6 +695,8 @@ def outdated_notebooks() -> list[str]:
     found = [f"{p.relative_to(ROOT)}: differs from its catalogue and English source (run make translations)"
              for p, text in files.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
     found += [f"{p.relative_to(ROOT)}: has no English source" for p in (ZH / "book").glob("*") if p not in files]
+    if not COMPILED.exists() or compiled_now() != compiled_messages():
+        found.append(f"{COMPILED.relative_to(ROOT)}: differs from the catalogues (run make translations)")
     return found
 
 
@@ -439,9 +730,9 @@ def zh_outputs(nb: dict, executed: dict) -> dict:
         cell["outputs"] = []
         for output in twin.get("outputs", []):
             output = json.loads(json.dumps(output))
-            both = output.get("metadata", {}).get(METADATA_KEY)
-            if both:
-                output["data"] = both["zh_CN"]
+            both = output.get("metadata", {}).get(METADATA_KEY) or {}
+            if "zh_CN" in both:  # a sentence or a figure written in every language: the Chinese one
+                output["data"] = {**output.get("data", {}), **both["zh_CN"]}
             if "data" in output:
                 for kind in ("text/markdown", "text/html"):
                     if kind in output["data"]:
@@ -477,10 +768,10 @@ def search_terms() -> list[str]:
     Every Chinese term the glossary gives (its 原文 and 本书用语 lines), split at the
     punctuation between terms; words of two to eight Chinese characters.
     """
-    entries = load(catalogue_path(BOOK / "glossary.md")).get("cells", {})
+    entries = markdown_entries(read_po(catalogue_path(BOOK / "glossary.md")))
     terms = set()
     for entry in entries.values():
-        for line in re.findall(r"\*\*(?:原文|本书用语)\*\*：([^\n]*)", entry["zh"]):
+        for line in re.findall(r"\*\*(?:原文|本书用语)\*\*：([^\n]*)", entry.msgstr):
             for piece in re.split(r"[、，；：。（）()/“”\s]|也作|又称|沿用|合称", line):
                 if re.fullmatch(r"[\u4e00-\u9fff]{2,8}", piece) and not re.search("原文|本书|没有|说明|并|即|但", piece):
                     terms.add(piece)
@@ -503,6 +794,7 @@ def zh_config(build: Path) -> dict:
     terms = build / "search-terms.txt"  # jieba's user dictionary: one word and its weight per line
     _write_text(terms, "".join(f"{term} 100000\n" for term in search_terms()))
     extra.update(language="zh_CN", revformer_language="zh_CN", revformer_site_root=site,
+                 revformer_section_ids=str(build.parent / "section-ids.json"),
                  html_search_options={"dict": str(terms)}, html_extra_path=[str(build / "site-extra")],
                  nb_code_prompt_show="显示代码", nb_code_prompt_hide="隐藏代码")
     return config
@@ -566,15 +858,26 @@ def build(english_build: Path, python: str = sys.executable, env=None) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python tools/translations.py", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("init", help="add an empty entry for every untranslated cell, block and question")
+    updater = commands.add_parser("update", help="add every new cell, block and template; mark the changed ones fuzzy")
+    updater.add_argument("pages", nargs="*", help="only these pages (05, 05_causal_mask or intro.md)")
+    commands.add_parser("compile", help="compile the code's entries of every catalogue into revformer.mo")
+    texts = commands.add_parser("figure-texts", help="the figure texts an executed notebook left untranslated")
+    texts.add_argument("notebook", type=Path)
     checker = commands.add_parser("check", help="name every untranslated, stale or damaged entry")
     checker.add_argument("catalogues", nargs="*", help="only these catalogue files")
     commands.add_parser("notebooks", help="write zh_CN/book from the catalogues and the English sources")
     builder = commands.add_parser("build", help="the Chinese site from the built English one (make book)")
     builder.add_argument("--build", type=Path, default=ROOT / "_build", help="the English build's folder")
     args = parser.parse_args(argv)
-    if args.command == "init":
-        return init()
+    if args.command in ("update", "init"):
+        return update(getattr(args, "pages", None))
+    if args.command == "compile":
+        print(compile_mo().relative_to(ROOT))
+        return 0
+    if args.command == "figure-texts":
+        for text in untranslated_figure_texts(json.loads(args.notebook.read_text(encoding="utf-8"))):
+            print(repr(text))
+        return 0
     if args.command == "notebooks":
         return write_notebooks()
     if args.command == "build":

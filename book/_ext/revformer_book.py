@@ -37,6 +37,13 @@ site and holds its own copy of the downloads and the model for the browser,
 so a link to the English site's root (``revformer_site_root``), such as the
 playground's scripts, is pointed at that copy.
 
+Every section has the same anchor in both editions: the English build
+records each page's section ids in order (``revformer_section_ids``, a JSON
+file), and the Chinese build gives each Chinese section its English twin's id
+first (the headings of a page and its translation match one for one: the
+catalogue check compares them), so ``#why-the-future-must-be-hidden`` works on
+either page, and the edition link carries the reader's current anchor across.
+
 ``revformer.source`` listings are Markdown outputs whose fence the theme
 highlights with its accessible light and dark styles;
 ``_static/revformer-book.css`` sets their head in the theme's muted text
@@ -196,6 +203,63 @@ def chrome_in_chinese(app, exception):
             path.write_text(new, encoding="utf-8")
 
 
+def _sections(doctree):
+    from docutils import nodes
+
+    return [section for section in doctree.findall(nodes.section) if section["ids"]]
+
+
+def record_section_ids(app, exception):
+    """English build: each page's section ids, in order, into ``revformer_section_ids``."""
+    import json
+
+    path = app.config.revformer_section_ids
+    if exception is not None or not path or app.config.revformer_language != "en":
+        return
+    ids = {doc: [s["ids"][0] for s in _sections(app.env.get_doctree(doc))] for doc in sorted(app.env.found_docs)}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(ids, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+_english_ids = {}
+
+
+def english_section_ids(app, doctree):
+    """Chinese build: each section takes its English twin's id first, so both editions share their anchors."""
+    import json
+
+    path = app.config.revformer_section_ids
+    if not path or app.config.revformer_language == "en":
+        return
+    if path not in _english_ids:
+        _english_ids[path] = json.loads(Path(path).read_text(encoding="utf-8")) if Path(path).exists() else {}
+    english = _english_ids[path].get(app.env.docname)
+    sections = _sections(doctree)
+    if not english or len(english) != len(sections):
+        return
+    for section, name in zip(sections, english):
+        if name not in section["ids"]:
+            section["ids"].insert(0, name)
+            doctree.ids[name] = section
+
+
+def english_term_ids(app, doctree):
+    """Chinese build: a glossary headword ``因果 mask（causal mask）`` keeps the English page's ``#term-causal-mask``."""
+    from docutils import nodes
+    from sphinx.util.nodes import _make_id  # how Sphinx's glossary names a term's id (it keeps the case)
+
+    if app.config.revformer_language == "en":
+        return
+    for term in doctree.findall(nodes.term):
+        match = re.search(r"（([^（）]+)）$", term.astext())
+        if not match or not term["ids"]:
+            continue
+        name = _make_id("term-" + match.group(1))
+        if name not in term["ids"]:
+            term["ids"].insert(0, name)
+            doctree.ids[name] = term
+
+
 STATIC = Path(__file__).parent / "_static"
 TEMPLATES = Path(__file__).parent / "_templates"
 
@@ -213,6 +277,10 @@ def setup(app):
     app.add_css_file("revformer-book.css")
     app.add_config_value("revformer_language", "en", "html", [str])
     app.add_config_value("revformer_site_root", "", "html", [str])
+    app.add_config_value("revformer_section_ids", "", "env", [str])
+    app.connect("doctree-read", english_section_ids, priority=400)
+    app.connect("doctree-read", english_term_ids, priority=400)
+    app.connect("build-finished", record_section_ids)
     app.connect("config-inited", default_light_mode)
     app.connect("config-inited", theme_header)
     app.connect("html-page-context", edition_link)

@@ -36,19 +36,19 @@ class LiveExplorer:
     def __init__(self, model, digits: str = "314205"):
         import ipywidgets as widgets
 
-        from .i18n import language
+        from .i18n import language, tr
 
         self.model = model
-        self.text = t = LABELS[language()]
+        self.language = lang = language()
         heads = model.blocks[0].attention.num_heads
-        self.digits = widgets.Text(value=digits, description=t["digits"])
-        self.layer = widgets.Dropdown(options=[(t["layer"].format(i), i) for i in range(len(model.blocks))],
-                                      description=t["layer_label"])
-        self.head = widgets.Dropdown(options=[(t["head"].format(i), i) for i in range(heads)] + [(t["mean"], "mean")],
-                                     description=t["head_label"])
+        self.digits = widgets.Text(value=digits, description=tr(LABELS["digits"], lang))
+        self.layer = widgets.Dropdown(options=[(tr(LABELS["layer"], lang, layer=i), i) for i in range(len(model.blocks))],
+                                      description=tr(LABELS["layer_label"], lang))
+        self.head = widgets.Dropdown(options=[(tr(LABELS["head"], lang, head=i), i) for i in range(heads)]
+                                     + [(tr(LABELS["mean"], lang), "mean")], description=tr(LABELS["head_label"], lang))
         self.row = widgets.Dropdown(options=list(range(2 * PROMPT_LEN - 2)), value=PROMPT_LEN - 1,
-                                    description=t["row"])
-        self.causal = widgets.Checkbox(value=True, description=t["mask"])
+                                    description=tr(LABELS["row"], lang))
+        self.causal = widgets.Checkbox(value=True, description=tr(LABELS["mask"], lang))
         self.status = widgets.HTML()
         self.output = widgets.Output()
         for control in (self.digits, self.layer, self.head, self.row, self.causal):
@@ -71,12 +71,15 @@ class LiveExplorer:
         from .analysis import attention_maps
         from .data import encode, format_tokens, position_labels
         from .generate import generate
+        from .i18n import tr
         from .plots import ATTENTION_CMAP, heatmap
+        from .quiz import ascii_digits
 
-        text = self.digits.value.strip().replace(" ", "")
-        if len(text) != 6 or not text.isdigit():
+        lang = self.language
+        text = "".join(ascii_digits(self.digits.value).split())  # full-width digits and spaces too
+        if len(text) != 6 or not all(c in "0123456789" for c in text):
             self.weights = self.answer = None
-            self.status.value = self.text["bad"].format(html_lib.escape(repr(self.digits.value)))
+            self.status.value = tr(LABELS["bad"], lang, text=html_lib.escape(repr(self.digits.value)))
             self.output.clear_output()
             return
         prompt = torch.tensor([encode([int(c) for c in text])[:PROMPT_LEN]])
@@ -91,11 +94,10 @@ class LiveExplorer:
         labels = position_labels(tokens.tolist())
         right = text[::-1]
         ok = "".join(str(int(t)) for t in answer[:6]) == right and int(answer[6]) == 12
-        t = self.text
-        self.status.value = t["status"].format(
-            answer=html_lib.escape(self.answer),
-            verdict=t["right"] if ok else t["wrong"].format(" ".join(right) + " &lt;EOS&gt;"),
-            row=row, label=html_lib.escape(labels[row]), next=html_lib.escape(format_tokens([full[row + 1]])))
+        verdict = tr(LABELS["right"], lang) if ok else tr(LABELS["wrong"], lang,
+                                                           expected=" ".join(right) + " &lt;EOS&gt;")
+        self.status.value = tr(LABELS["status"], lang, answer=html_lib.escape(self.answer), verdict=verdict, row=row,
+                               label=html_lib.escape(labels[row]), next=html_lib.escape(format_tokens([full[row + 1]])))
         self.row_weights = w[row]
         self.output.clear_output(wait=True)
         with self.output:
@@ -119,20 +121,15 @@ class LiveExplorer:
         display(self.widget)
 
 
-# The widgets' labels and the status line, in each of the book's languages (revformer.i18n);
-# the figure keeps English labels, like every figure of the book.
-LABELS = {
-    "en": {"digits": "digits", "layer": "layer {}", "layer_label": "layer", "head": "head {}", "head_label": "head",
-           "mean": "mean of heads", "row": "query row", "mask": "causal mask",
-           "bad": "<b>Type exactly six digits 0-9</b> (got {}).",
-           "status": "Model's answer: <b>{answer}</b> ({verdict}); query {row} ({label}) predicts {next}.",
-           "right": "right", "wrong": "wrong: expected {}"},
-    "zh_CN": {"digits": "数字", "layer": "第 {} 层", "layer_label": "层", "head": "头 {}", "head_label": "头",
-              "mean": "各头平均", "row": "query 行", "mask": "因果 mask",
-              "bad": "<b>请输入恰好六个 0-9 的数字</b>（收到的是 {}）。",
-              "status": "模型的答案：<b>{answer}</b>（{verdict}）；query {row}（{label}）预测 {next}。",
-              "right": "正确", "wrong": "错误：应为 {}"},
-}
+# The widgets' labels and the status line, in English; the kernel's language from the catalogue
+# (revformer.i18n). The figure's texts are looked up like every figure's of the book.
+LABELS = {"digits": "digits", "layer": "layer {layer}", "layer_label": "layer", "head": "head {head}",
+          "head_label": "head", "mean": "mean of heads", "row": "query row", "mask": "causal mask",
+          "bad": "<b>Type exactly six digits 0-9</b> (got {text}).",
+          "status": "Model's answer: <b>{answer}</b> ({verdict}); query {row} ({label}) predicts {next}.",
+          "right": "right", "wrong": "wrong: expected {expected}"}
+STATIC_NOTE = ("The live explorer runs in Colab or Jupyter (open this chapter there with the launch button); "
+               "here the same trained model runs in your browser instead.")
 
 
 def live_explorer(model, digits: str = "314205", static=None):
@@ -149,11 +146,8 @@ def live_explorer(model, digits: str = "314205", static=None):
         if static is None:
             raise ValueError("in the static build, live_explorer needs static=, an explorer that runs without a "
                              "kernel, such as revformer.web.chapter_explorer(10)")
-        from .i18n import show
+        from .i18n import show, tr
 
-        show(HTML("<p><em>The live explorer runs in Colab or Jupyter (open this chapter there with the "
-                  "launch button); here the same trained model runs in your browser instead.</em></p>"),
-             HTML("<p><em>实时探索器在 Colab 或 Jupyter 中运行（用启动按钮在那里打开本章）；"
-                  "这里改为在你的浏览器中运行同一个训练好的模型。</em></p>"))
+        show(*(HTML(f"<p><em>{tr(STATIC_NOTE, lang)}</em></p>") for lang in ("en", "zh_CN")))
         return static
     return LiveExplorer(model, digits)

@@ -1,27 +1,41 @@
 """The book's two editions, English and Simplified Chinese, from one executed source.
 
-A chapter is executed once, in English. A cell that writes a sentence from the
-run's numbers writes it in both languages at once::
+A chapter's code is written once, in English. A sentence written from the
+run's numbers is an English template with named fields::
 
-    say(f"In this build the loss is {loss:.3f}.",
-        f"本次构建中，loss 为 {loss:.3f}。")
+    say("In this build the loss is {loss:.3f}.", loss=loss)
 
-It displays the sentence in the kernel's language (``language()``: the
-variable ``REVFORMER_LANGUAGE``, ``en`` unless a Chinese notebook's setup cell
-sets ``zh_CN``) and keeps the other one in the output's metadata, under
-``revformer_i18n``. The Chinese edition's build (``tools/translations.py``)
-swaps the two, so both editions show the same numbers from the same run.
-``show`` and ``Both`` do the same for any two displayable objects (the
-quizzes, the explorers); ``Bilingual`` is the base of an object that writes
-its Markdown in either language (the source listings, the solutions).
+``say`` looks the template up in the message catalogue of the kernel's
+language (``language()``: the variable ``REVFORMER_LANGUAGE``, ``en`` unless
+a Chinese notebook's setup cell sets ``zh_CN``), fills in the fields and
+displays the sentence. The catalogues are gettext's: the translations live
+in ``.po`` files (``locale/zh_CN/`` for the chapters, ``code/revformer/locale``
+for the package), compiled into ``revformer/locale/<language>/LC_MESSAGES/
+revformer.mo``, which the package ships and the standard library reads.
+
+For the book's build, which executes each chapter once, the output also keeps
+the sentence in every other language, in its metadata (``revformer_i18n``); the
+Chinese edition's build (``tools/translations.py``) shows those. Figures work
+the same way without any change to the plotting code: before a figure is
+shown, its texts (titles, axis labels, legends, colour-bar labels, named ticks)
+are looked up in the catalogue, exactly or as a template (``clip limit {limit}``
+matches ``clip limit 1.0``), and the figure is drawn once more in Chinese.
 """
 from __future__ import annotations
 
+import base64
+import functools
+import gettext
 import os
+import re
+import string
+from pathlib import Path
 
 LANGUAGES = ("en", "zh_CN")
 ENV = "REVFORMER_LANGUAGE"
 METADATA_KEY = "revformer_i18n"
+DOMAIN = "revformer"
+LOCALEDIR = Path(__file__).resolve().parent / "locale"
 
 
 def language() -> str:
@@ -30,6 +44,49 @@ def language() -> str:
     if chosen not in LANGUAGES:
         raise ValueError(f"{ENV} must be one of {', '.join(LANGUAGES)}, got {chosen!r}")
     return chosen
+
+
+def _check_language(lang: str) -> str:
+    if lang not in LANGUAGES:
+        raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {lang!r}")
+    return lang
+
+
+@functools.lru_cache(maxsize=None)
+def catalogue(lang: str) -> gettext.NullTranslations:
+    """The compiled catalogue of ``lang`` (English: none, the templates are the English)."""
+    if _check_language(lang) == "en":
+        return gettext.NullTranslations()
+    try:
+        return gettext.translation(DOMAIN, LOCALEDIR, languages=[lang])
+    except OSError:
+        raise ValueError(f"no compiled catalogue for {lang} in {LOCALEDIR} (expected "
+                         f"{lang}/LC_MESSAGES/{DOMAIN}.mo: run make translations)") from None
+
+
+def _fields(template: str) -> set[str]:
+    return {name.split(".")[0].split("[")[0] for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def tr(template: str, lang: str | None = None, /, **fields) -> str:
+    """``template`` in ``lang`` (the kernel's language by default), its ``{fields}`` filled in."""
+    if not isinstance(template, str):
+        raise ValueError(f"a template must be a str, got {type(template).__name__}")
+    lang = lang or language()
+    translated = catalogue(lang).gettext(template)
+    # a phrase (Message) or a displayable with Markdown in every language (Bilingual): in this language
+    fields = {k: v.render(lang) if isinstance(v, Message) else v.markdown(lang) if isinstance(v, Bilingual) else v
+              for k, v in fields.items()}
+    try:
+        return translated.format(**fields)
+    except (KeyError, IndexError) as error:
+        raise ValueError(f"the template {template!r} names the field {error}, which was not given "
+                         f"(given: {', '.join(sorted(fields)) or 'none'})") from None
+
+
+def unfilled(template: str, lang: str | None = None, /) -> str:
+    """``template`` in ``lang`` with its ``{fields}`` left for a script to fill (the playground's, a quiz's)."""
+    return tr(template, lang, **{name: "{" + name + "}" for name in _fields(template)})
 
 
 def _bundle(obj) -> dict:
@@ -44,7 +101,7 @@ def _bundle(obj) -> dict:
 
 def bundles(en, zh) -> tuple[dict, dict]:
     """The shown bundle and its metadata: the kernel's language shown, both kept."""
-    shown, other = (en, zh) if language() == "en" else (zh, en)
+    shown = en if language() == "en" else zh
     return _bundle(shown), {METADATA_KEY: {"en": _bundle(en), "zh_CN": _bundle(zh)}}
 
 
@@ -95,6 +152,66 @@ class Bilingual:
         return both[language()], {METADATA_KEY: both}
 
 
+class Text(Bilingual):
+    """A template and its fields, displayed as Markdown in the kernel's language (``say`` shows one)."""
+
+    def __init__(self, template: str, fields: dict, plain: bool = False):
+        tr(template, "en", **fields)  # a missing field is an error here, not later
+        self.template, self.fields, self.plain = template, fields, plain
+
+    def markdown(self, language: str) -> str:
+        text = tr(self.template, language, **self.fields)
+        return f"```text\n{text}\n```" if self.plain else text
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        both = {lang: {"text/markdown": self.markdown(lang), "text/plain": tr(self.template, lang, **self.fields)}
+                for lang in LANGUAGES}
+        return both[language()], {METADATA_KEY: both}
+
+    def __repr__(self) -> str:
+        return tr(self.template, **self.fields)
+
+
+class Message:
+    """A template and its fields, rendered later in any language (a checker's report line, a label)."""
+
+    def __init__(self, template: str, /, **fields):
+        tr(template, "en", **fields)  # a missing field is an error here, not later
+        self.template, self.fields = template, fields
+
+    def render(self, lang: str | None = None) -> str:
+        return tr(self.template, lang, **self.fields)
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def __repr__(self) -> str:
+        return f"Message({self.template!r})"
+
+
+def render(text, lang: str | None = None) -> str:
+    """``text`` in ``lang``: a ``Message`` rendered, a plain str as it is."""
+    return text.render(lang) if isinstance(text, Message) else str(text)
+
+
+def show_text(make) -> None:
+    """Display plain text written by ``make(language)`` in the kernel's language, keeping every language.
+
+    Outside IPython it is printed. The checkers' reports use it: a report is preformatted text.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        get_ipython = lambda: None  # noqa: E731
+    if get_ipython() is None:
+        print(make(language()))
+        return
+    from IPython.display import display
+
+    every = {lang: {"text/plain": make(lang)} for lang in LANGUAGES}
+    display(every[language()], raw=True, metadata={METADATA_KEY: every})
+
+
 def show(en, zh) -> None:
     """Display ``en`` or ``zh`` (str: Markdown; else any displayable object), keeping both."""
     from IPython.display import display
@@ -103,9 +220,286 @@ def show(en, zh) -> None:
     display(data, raw=True, metadata=metadata)
 
 
-def say(en: str, zh: str) -> None:
-    """Display a Markdown sentence written from the run, in English and in Chinese."""
-    if not isinstance(en, str) or not isinstance(zh, str):
-        raise ValueError(f"say needs two strings (English, Chinese), got {type(en).__name__} "
-                         f"and {type(zh).__name__}")
-    show(en, zh)
+def say(template: str, /, **fields) -> None:
+    """Display a Markdown sentence written from the run: an English template and its fields.
+
+    Outside IPython (a script, a test) the sentence is printed in the kernel's language.
+    """
+    if not isinstance(template, str):
+        raise ValueError(f"say needs a template string and its fields, got {type(template).__name__}")
+    text = Text(template, fields)
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency of every runtime the book runs in
+        get_ipython = lambda: None  # noqa: E731
+    if get_ipython() is None:
+        print(repr(text))
+        return
+    from IPython.display import display
+
+    data, metadata = text._repr_mimebundle_()
+    display(data, raw=True, metadata=metadata)
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures: their texts looked up in the catalogue, the figure drawn in each language.
+
+CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Micro Hei", "WenQuanYi Zen Hei",
+             "Noto Sans CJK JP")
+_LETTERS = re.compile(r"[A-Za-z]{2,}")
+# What a figure may keep in Latin letters in any edition: identifiers (four_heads, L0, H3), tokens (<EOS>).
+_KEPT = re.compile(r"<[A-Z]+>|\b\w*(?:_|\d)\w*\b")
+
+
+# The terms the Chinese edition keeps in Latin letters, as its prose and glossary do ("本书用语").
+KEPT_TERMS = re.compile(r"\b(?:tokens?|ID|ids?|loss|batch(?:es)?|mask|query|queries|key|keys|value|heads?|logits?|"
+                        r"softmax|embeddings?|LayerNorm|GELU|FFN|Adam|hooks?|lr|KV|cache|Pre-LN|Post-LN|"
+                        r"decoder-only|CPU|GPU|Colab|Binder|PyTorch|True|False|None|NaN|inf|margin|logit lens|"
+                        r"ignore_index|std|max|min|exp|log|ln|sqrt|argmax|mean|dim|eps)\b")
+
+
+def needs_translation(text: str) -> bool:
+    """Whether a text has words to translate: not only numbers, identifiers, tokens and the kept terms."""
+    return bool(_LETTERS.search(KEPT_TERMS.sub(" ", _KEPT.sub(" ", text))))
+
+
+@functools.lru_cache(maxsize=None)
+def _templates(lang: str) -> list[tuple[re.Pattern, str]]:
+    """The catalogue's templates with fields, as patterns that match a rendered text."""
+    found = []
+    for msgid, msgstr in getattr(catalogue(lang), "_catalog", {}).items():
+        if not isinstance(msgid, str) or "{" not in msgid or not msgstr:
+            continue
+        pattern, names = "", []
+        for literal, name, _, _ in string.Formatter().parse(msgid):
+            pattern += re.escape(literal)
+            if name is not None:
+                key = f"f{len(names)}"
+                names.append(name)
+                pattern += f"(?P<{key}>.+?)"
+        # the zh template with each field by position: its format specs drop (the text is already formatted)
+        zh = msgstr
+        for i, name in enumerate(names):
+            zh = re.sub(r"\{" + re.escape(name) + r"(?:![rsa])?(?::[^{}]*)?\}", "{f%d}" % i, zh)
+        literal = sum(len(text) for text, _, _, _ in string.Formatter().parse(msgid))
+        found.append((literal, re.compile(pattern + r"\Z", re.S), zh))
+    # the most specific first: "layer {layer}, head {head}: mask on" before "layer {layer}, head {head}"
+    found.sort(key=lambda item: -item[0])
+    return [(pattern, zh) for _, pattern, zh in found]
+
+
+def translate(text: str, lang: str) -> str | None:
+    """A figure's ``text`` in ``lang``: by its catalogue entry, a template's, or line by line; None if none."""
+    if lang == "en" or not text.strip():
+        return text
+    table = catalogue(lang)
+    exact = getattr(table, "_catalog", {}).get(text)
+    if exact:
+        return exact
+    for pattern, template in _templates(lang):
+        match = pattern.match(text)
+        # a field holds a number, a name or a token, never words to translate ("head {head}" does not
+        # match "head 0 of layer 1, ablated")
+        if match and not any(needs_translation(value) for value in match.groupdict().values()):
+            return template.format(**match.groupdict())
+    if "\n" in text:
+        lines = [translate(line, lang) for line in text.split("\n")]
+        if all(line is not None for line in lines):
+            return "\n".join(lines)
+    return None if needs_translation(text) else text
+
+
+class _NamedTicks:
+    """The tick labels of an axis given as a fixed list of names (``set_xticks(positions, labels)``)."""
+
+    def __init__(self, axis, formatter):
+        self.axis, self.formatter = axis, formatter
+
+    @property
+    def labels(self) -> list[str]:
+        if hasattr(self.formatter, "seq"):  # FixedFormatter
+            return [str(s) for s in self.formatter.seq]
+        return [str(s) for s in self.formatter.func.args[0].values()]  # FuncFormatter over {position: label}
+
+    @labels.setter
+    def labels(self, new: list[str]) -> None:
+        if hasattr(self.formatter, "seq"):
+            self.formatter.seq = list(new)
+        else:
+            table = self.formatter.func.args[0]
+            for key, text in zip(list(table), new):
+                table[key] = text
+
+
+def _fixed_formatters(fig):
+    import functools as _functools
+
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            formatter = axis.get_major_formatter()
+            func = getattr(formatter, "func", None)
+            if isinstance(formatter, FixedFormatter) or (
+                    isinstance(formatter, FuncFormatter) and isinstance(func, _functools.partial)
+                    and getattr(func.func, "__name__", "") == "_format_with_dict" and func.args
+                    and isinstance(func.args[0], dict)):
+                yield axis, _NamedTicks(axis, formatter)
+
+
+def _texts(fig):
+    """The figure's own texts: titles, labels, legends, annotations (tick labels come from formatters)."""
+    from matplotlib.text import Text as TextArtist
+
+    ticks = {id(t) for ax in fig.axes for tick in ax.xaxis.get_major_ticks() + ax.yaxis.get_major_ticks()
+             + ax.xaxis.get_minor_ticks() + ax.yaxis.get_minor_ticks() for t in (tick.label1, tick.label2)}
+    return [t for t in fig.findobj(TextArtist) if id(t) not in ticks and t.get_text()]
+
+
+def figure_texts(fig) -> list[str]:
+    """Every text of ``fig`` that a reader reads, in order (tick labels named by a fixed list included)."""
+    found = [t.get_text() for t in _texts(fig)]
+    for _axis, ticks in _fixed_formatters(fig):
+        found += ticks.labels
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def cjk_font() -> str | None:
+    """The name of an installed font that has Chinese characters, or None.
+
+    A font installed after matplotlib cached its list of fonts is found too (and added to it).
+    """
+    from matplotlib import font_manager
+
+    names = {f.name for f in font_manager.fontManager.ttflist}
+    found = next((name for name in CJK_FONTS if name in names), None)
+    if found is None:
+        for path in font_manager.findSystemFonts():
+            if re.search(r"CJK|wqy|SourceHanSans|NotoSansSC", Path(path).name, re.I):
+                try:
+                    font_manager.fontManager.addfont(path)
+                except (OSError, RuntimeError, ValueError):
+                    continue
+        names = {f.name for f in font_manager.fontManager.ttflist}
+        found = next((name for name in CJK_FONTS if name in names), None)
+    return found
+
+
+class _Translated:
+    """``fig`` with its texts in ``lang`` while inside; ``restore=False`` keeps them (the kernel's language)."""
+
+    def __init__(self, fig, lang: str, restore: bool = True):
+        self.fig, self.lang, self.restore = fig, lang, restore
+        self.untranslated: list[str] = []
+
+    def _font(self, artist):
+        """Give ``artist`` a font with Chinese characters after its own (matplotlib falls back glyph by glyph)."""
+        font = cjk_font()
+        family = list(artist.get_fontfamily())
+        if font and font not in family:
+            self.saved.append((artist.set_fontfamily, family))
+            artist.set_fontfamily(family + [font])
+
+    def __enter__(self):
+        self.saved = []
+        for artist in _texts(self.fig):
+            old = artist.get_text()
+            new = translate(old, self.lang)
+            if new is None:
+                self.untranslated.append(old)
+            elif new != old:
+                self.saved.append((artist.set_text, old))
+                artist.set_text(new)
+                self._font(artist)
+        for axis, ticks in _fixed_formatters(self.fig):
+            old = ticks.labels
+            new = [translate(s, self.lang) for s in old]
+            self.untranslated += [s for s, n in zip(old, new) if n is None]
+            if any(n is not None and n != s for s, n in zip(old, new)):
+                self.saved.append((lambda labels, t=ticks: setattr(t, "labels", labels), old))
+                ticks.labels = [n if n is not None else s for s, n in zip(old, new)]
+                for tick in axis.get_major_ticks():
+                    self._font(tick.label1)
+                    self._font(tick.label2)
+        return self
+
+    def __exit__(self, *exc):
+        if self.restore:
+            for setter, old in reversed(self.saved):
+                setter(old)
+        return False
+
+
+_warned_font = False
+
+
+def figure_bundle(fig):
+    """IPython's mime-bundle formatter for a figure: the figure in the kernel's language, the others kept.
+
+    In an English kernel (the book's build) the figure is drawn once more with its texts in
+    every other language, into the output's metadata. In a Chinese kernel (a Chinese
+    notebook in Colab) its texts are put in Chinese before IPython draws it; without a
+    font that has Chinese characters they stay English, and one line says so.
+    """
+    global _warned_font
+    shown = language()
+    metadata = {}
+    if shown != "en":
+        if cjk_font() is None:
+            if not _warned_font:
+                _warned_font = True
+                print(tr("This runtime has no font with Chinese characters: the figures keep their English text.",
+                         shown))
+            return {}, {}
+        with _Translated(fig, shown, restore=False) as done:
+            pass
+        if done.untranslated:
+            metadata = {METADATA_KEY: {"untranslated": done.untranslated}}
+        return {}, metadata
+    from IPython.core.pylabtools import print_figure
+
+    others, untranslated = {}, []
+    for lang in LANGUAGES[1:]:
+        if cjk_font() is None:
+            if not os.environ.get("REVFORMER_STATIC_BUILD"):
+                return {}, {}  # a reader's English notebook: nobody needs the other languages
+            raise RuntimeError("the book's build draws its figures in Chinese too and needs a font with Chinese "
+                               "characters (sudo apt-get install -y fonts-noto-cjk)")
+        with _Translated(fig, lang) as done:
+            if done.saved:
+                image = print_figure(fig, "png", bbox_inches="tight")
+                others[lang] = {"image/png": base64.b64encode(image).decode("ascii")}
+        untranslated += done.untranslated
+    # kept even when nothing changed: the build's tests read which texts each figure had
+    return {}, {METADATA_KEY: {**others, "untranslated": untranslated, "texts": figure_texts(fig)}}
+
+
+STARTUP = """# Written by revformer.i18n.startup_folder: the book's build draws every figure in every language.
+import revformer.i18n
+revformer.i18n.watch_figures()
+"""
+
+
+def startup_folder(ipython_dir) -> Path:
+    """An IPython folder (``IPYTHONDIR``) whose kernels call ``watch_figures`` at start: the build's kernels.
+
+    The chapters' own code stays plain: ``plt.show()`` is all a figure needs.
+    """
+    startup = Path(ipython_dir) / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-revformer-figures.py").write_text(STARTUP, encoding="utf-8")
+    return Path(ipython_dir)
+
+
+def watch_figures() -> bool:
+    """Register ``figure_bundle`` with this IPython kernel (once); False outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return False
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return False
+    shell.display_formatter.mimebundle_formatter.for_type_by_name("matplotlib.figure", "Figure", figure_bundle)
+    return True

@@ -39,14 +39,11 @@ _SCRIPT = r"""<script>
   root.dataset.ready = "1";
   var data = JSON.parse(root.querySelector("script.rf-quiz-data").textContent);
   var out = root.querySelector(".rf-quiz-feedback");
-  // "69,709" and "69709" are one number (commas between groups of three
-  // digits separate thousands); a lone comma elsewhere is a decimal comma.
-  function readNumber(text) {
-    var t = text.replace(/\s/g, "");
-    if (/^[-+]?\d{1,3}(,\d{3})+(\.\d*)?$/.test(t)) { return t.replace(/,/g, ""); }
-    return (t.match(/,/g) || []).length === 1 && t.indexOf(".") < 0 ? t.replace(",", ".") : t;
-  }
+%(read)s
   var ui = data.ui;  // what the quiz says, in its language
+  function fill(text, fields) {  // a sentence of ui with its {names} filled in
+    return text.replace(/\{(\w+)\}/g, function (m, k) { return k in fields ? fields[k] : m; });
+  }
   function say(right, text) {
     out.className = "rf-quiz-feedback " + (right ? "rf-right" : "rf-wrong");
     out.textContent = text;
@@ -60,7 +57,9 @@ _SCRIPT = r"""<script>
       else { say(false, ui.wrong + (data.feedback[i] || ui.retry)); }
     } else {
       var raw = root.querySelector("input[type=text]").value.trim();
-      var value = Number(readNumber(raw));
+      var read = readNumber(raw, data.answer, data.tolerance), value = read.value;
+      if (read.ambiguous) { say(false, fill(ui.ambiguous, {decimal: read.ambiguous[0], whole: read.ambiguous[1]}));
+                            return; }
       if (raw === "" || !isFinite(value)) { say(false, ui.typeNumber); return; }
       if (Math.abs(value - data.answer) <= data.tolerance) { say(true, ui.correct + data.explanation); }
       else { say(false, ui.wrongNumber + raw + ui.is + (value < data.answer ? ui.tooSmall : ui.tooLarge) +
@@ -71,26 +70,87 @@ _SCRIPT = r"""<script>
 </script>"""
 
 
-# What the quiz itself says, in each edition's language (revformer.i18n).
-UI = {
-    "en": {"question": "Question.", "check": "Check", "your_answer": "Your answer:", "answer_label": "your answer",
-           "pick": "Pick an answer first.", "correct": "Correct. ", "wrong": "Not quite. ",
-           "retry": "Read the question again and retry.", "typeNumber": "Type a number, for example 0.5.",
-           "wrongNumber": "Not quite: ", "is": " is ", "tooSmall": "too small", "tooLarge": "too large",
-           "stop": ". ", "hint": "Check the formula above and retry."},
-    "zh_CN": {"question": "问题。", "check": "检查", "your_answer": "你的答案：", "answer_label": "你的答案",
-              "pick": "请先选择一个答案。", "correct": "正确。", "wrong": "还不对。",
-              "retry": "请重读问题，再试一次。", "typeNumber": "请输入一个数，例如 0.5。",
-              "wrongNumber": "还不对：", "is": " ", "tooSmall": "太小了", "tooLarge": "太大了",
-              "stop": "。", "hint": "请检查上面的公式，再试一次。"},
-}
-_SCRIPT_UI = ("pick", "correct", "wrong", "retry", "typeNumber", "wrongNumber", "is", "tooSmall", "tooLarge", "stop")
+# How a typed number is read, in the page (JavaScript) and here (``read_number``), the same way:
+# full-width digits and signs (U+FF10-FF19, U+FF0B, U+FF0D), a full-width or Chinese decimal point
+# (U+FF0E, U+3002) and a decimal comma (0,092) are accepted; commas between groups of three digits
+# separate thousands (69,709); "1,234" may be either, and is taken for the reading near the answer,
+# else asked about.
+_READ_NUMBER_JS = r"""  function readNumber(text, answer, tolerance) {  // {value, ambiguous: null or [decimal, whole]}
+    var t = String(text).replace(/[\uff10-\uff19]/g, function (c) { return String(c.charCodeAt(0) - 0xff10); })
+      .replace(/[\uff0e\u3002\uff61]/g, ".").replace(/\uff0c/g, ",").replace(/\uff0b/g, "+")
+      .replace(/[\uff0d\u2212]/g, "-").replace(/\s/g, "");
+    if (/^[-+]?[1-9]\d{0,2}(,\d{3})+(\.\d*)?$/.test(t)) {
+      if (/^[-+]?\d+,\d{3}$/.test(t)) {
+        var decimal = t.replace(",", "."), whole = t.replace(",", "");
+        var near = function (v) { return Math.abs(v - answer) <= Math.max(tolerance || 0, Math.abs(answer) / 2); };
+        var d = answer !== undefined && answer !== null && near(Number(decimal));
+        var w = answer !== undefined && answer !== null && near(Number(whole));
+        if (d === w) { return {value: NaN, ambiguous: [decimal, whole]}; }
+        t = d ? decimal : whole;
+      } else { t = t.replace(/,/g, ""); }
+    } else if ((t.match(/,/g) || []).length === 1 && t.indexOf(".") < 0) { t = t.replace(",", "."); }
+    return {value: /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(t) ? Number(t) : NaN, ambiguous: null};
+  }"""
+_WIDE = str.maketrans({**{chr(0xFF10 + i): str(i) for i in range(10)}, "\uff0e": ".", "\u3002": ".",
+                       "\uff61": ".", "\uff0c": ",", "\uff0b": "+", "\uff0d": "-", "\u2212": "-"})
+
+
+def ascii_digits(text: str) -> str:
+    """``text`` with full-width digits, signs, points and commas as ASCII (what a Chinese keyboard types)."""
+    return str(text).translate(_WIDE)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A typed number as read: ``value`` (None if not a number), or the two readings it may mean."""
+
+    value: float | None
+    ambiguous: tuple[str, str] | None = None
+
+
+def read_number(text: str, answer: float | None = None, tolerance: float = 0.0) -> Reading:
+    """Read a number as a reader types it, the way the quiz's page does (``_READ_NUMBER_JS``).
+
+    ``"0,092"``, ``"0.092"`` in full-width digits and ``"0\u3002092"`` are 0.092; ``"69,709"`` is
+    69709. ``"1,234"`` may be 1.234 or 1234: the reading near ``answer`` (within ``tolerance`` or half the answer)
+    if only one is, else ``Reading(None, ("1.234", "1234"))``, a question to ask.
+    """
+    t = re.sub(r"\s", "", ascii_digits(text))
+    if re.fullmatch(r"[-+]?[1-9]\d{0,2}(,\d{3})+(\.\d*)?", t):
+        if re.fullmatch(r"[-+]?\d+,\d{3}", t):
+            decimal, whole = t.replace(",", "."), t.replace(",", "")
+
+            def near(v: float) -> bool:
+                return answer is not None and abs(v - answer) <= max(tolerance or 0, abs(answer) / 2)
+
+            d, w = near(float(decimal)), near(float(whole))
+            if d == w:
+                return Reading(None, (decimal, whole))
+            t = decimal if d else whole
+        else:
+            t = t.replace(",", "")
+    elif t.count(",") == 1 and "." not in t:
+        t = t.replace(",", ".")
+    return Reading(float(t) if re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", t) else None)
+
+
+# What the quiz itself says, in English; each edition's language from the catalogue (revformer.i18n).
+UI = {"question": "Question.", "check": "Check", "your_answer": "Your answer:", "answer_label": "your answer",
+      "pick": "Pick an answer first.", "correct": "Correct. ", "wrong": "Not quite. ",
+      "retry": "Read the question again and retry.", "typeNumber": "Type a number, for example 0.5.",
+      "wrongNumber": "Not quite: ", "is": " is ", "tooSmall": "too small", "tooLarge": "too large",
+      "stop": ". ", "hint": "Check the formula above and retry.",
+      "ambiguous": "Did you mean {decimal} or {whole}? Write it with a point."}
+_SCRIPT_UI = ("pick", "correct", "wrong", "retry", "typeNumber", "wrongNumber", "is", "tooSmall", "tooLarge", "stop",
+              "ambiguous")
 
 
 def _ui(language: str) -> dict:
-    if language not in UI:
-        raise ValueError(f"language must be one of {', '.join(UI)}, got {language!r}")
-    return UI[language]
+    from .i18n import LANGUAGES, unfilled
+
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {language!r}")
+    return {key: unfilled(text, language) for key, text in UI.items()}
 
 
 def _inline(text: str) -> str:
@@ -129,7 +189,7 @@ def _render(quiz_id: str, question: str, body: str, data: dict, language: str) -
         f'<button type="button" class="rf-quiz-check">{ui["check"]}</button>'
         '<p class="rf-quiz-feedback" role="status" aria-live="polite"></p>'
         f'<script type="application/json" class="rf-quiz-data">{payload}</script></div>'
-        + _SCRIPT % {"id": json.dumps(quiz_id)}
+        + _SCRIPT % {"id": json.dumps(quiz_id), "read": _READ_NUMBER_JS}
     )
 
 
@@ -221,23 +281,24 @@ def number(question: str, answer: float, tolerance: float, explanation: str,
 TEXT_FIELDS = ("question", "explanation", "hint", "options", "feedback")
 
 
-def chinese(record: dict, catalogue: dict) -> dict:
-    """``record`` with its text fields in Chinese, from its entry of ``questions/zh_CN/NN.json``.
+def chinese(record: dict, chapter: str, key: str, lang: str = "zh_CN") -> dict:
+    """``record`` with its text fields in ``lang``, from the catalogue (``questions.po``, context ``NN qK field``).
 
-    An entry records the English it translates; a field whose English has
-    changed since, or that is not translated yet, stays English.
+    An entry translates the English it names (its msgid); a field whose English
+    has changed since, or that is not translated yet, stays English.
     """
+    from .i18n import catalogue
+
+    table = catalogue(lang)
     out = dict(record)
     for field in TEXT_FIELDS:
-        if field not in record or field not in catalogue:
+        if field not in record:
             continue
-        entry = catalogue[field]
         if isinstance(record[field], list):
-            if len(entry) == len(record[field]):
-                out[field] = [e["zh"] if e["en"] == t and (e["zh"].strip() or not t.strip()) else t
-                              for e, t in zip(entry, record[field])]
-        elif entry["en"] == record[field] and entry["zh"].strip():
-            out[field] = entry["zh"]
+            out[field] = [table.pgettext(f"{chapter} {key} {field} {i}", text) if text.strip() else text
+                          for i, text in enumerate(record[field])]
+        elif record[field].strip():
+            out[field] = table.pgettext(f"{chapter} {key} {field}", record[field])
     return out
 
 
@@ -255,8 +316,8 @@ def ask(chapter: str, key: str, **overrides):
 
     ``overrides`` replace fields of the stored question, for an answer that
     the page computes from its own run. The question comes in both of the
-    book's languages (``revformer.i18n.Both``): the Chinese text from
-    ``questions/zh_CN/NN.json``, the same answer and tolerance.
+    book's languages (``revformer.i18n.Both``): the Chinese text from the
+    catalogue (``locale/zh_CN/LC_MESSAGES/questions.po``), the same answer and tolerance.
     """
     from .i18n import Both
 
@@ -269,13 +330,13 @@ def ask(chapter: str, key: str, **overrides):
     texts = sorted(set(overrides) & set(TEXT_FIELDS))
     if texts:
         raise ValueError(f"ask takes computed answers, not text ({', '.join(texts)}): text is translated, "
-                         "so it lives in revformer/questions/NN.json and questions/zh_CN/NN.json")
+                         "so it lives in revformer/questions/NN.json and its catalogue, questions.po")
     record = {**bank[key], **overrides}
     kind = record.pop("kind", None)
     makers = {"choice": choice, "number": number}
     if kind not in makers:
         raise ValueError(f"question {chapter}/{key} has kind {kind!r}; expected 'choice' or 'number'")
-    zh = chinese(record, _bank(f"zh_CN/{name}").get(key, {}))
+    zh = chinese(record, chapter, key)
     try:
         return Both(makers[kind](**record), makers[kind](**zh, language="zh_CN"))
     except TypeError as error:

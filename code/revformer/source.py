@@ -21,10 +21,10 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from .i18n import Bilingual
+from .i18n import Bilingual, tr
 
-# The listing's head, in each of the book's languages (revformer.i18n).
-LINES = {"en": "{path}, lines {first}-{last}", "zh_CN": "{path}，第 {first}-{last} 行"}
+# The listing's head, in English; each edition's language from the catalogue (revformer.i18n).
+LINES = "{path}, lines {first}-{last}"
 
 
 def code_fence(text: str, language: str) -> str:
@@ -52,8 +52,8 @@ class SourceListing(Bilingual):
     def markdown(self, language: str) -> str:
         # Raw HTML blocks around the fence: the head, and classes a page can style
         # (a blank line ends an HTML block, so the fence between them is Markdown).
-        where = LINES[language].format(path=f"<code>{html.escape(self.path)}</code>", first=self.first_line,
-                                       last=self.last_line)
+        where = tr(LINES, language, path=f"<code>{html.escape(self.path)}</code>", first=self.first_line,
+                   last=self.last_line)
         head = f"{html.escape(self.name)} &mdash; {where}"
         return ('<div class="rf-source">\n'
                 f'<div class="rf-source-head">{head}</div>\n'

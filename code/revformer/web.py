@@ -49,73 +49,46 @@ GROUP_TEXT = {
     "one_head": "one_head: 1 head, trained with the mask",
     "no_mask": "no_mask: 4 heads, trained without the mask",
 }
-GROUP_TEXT_ZH = {
-    "four_heads": "four_heads：4 个头，训练时有 mask",
-    "one_head": "one_head：1 个头，训练时有 mask",
-    "no_mask": "no_mask：4 个头，训练时没有 mask",
-}
-# Everything the playground says, in each of the book's languages (revformer.i18n). The script
-# fills the {names}; the markup's labels are used as they are.
+# Everything the playground says, in English; each edition's language comes from the catalogue
+# (revformer.i18n). The script fills the {names}; the markup's labels are used as they are.
 TEXT = {
-    "en": {
-        "sixDigits": "Six digits", "digits": "Digits:", "random": "Random digits", "model": "Model",
-        "modelFixed": "Model:", "causalMask": "causal mask", "answer": "The generated answer (greedy, seven steps)",
-        "position": "position", "writes": "the model writes", "probability": "its probability",
-        "reversal": "the reversal", "allHeads": "all heads", "knockOut": "knock out in layer {layer}",
-        "lossCaption": "Loss of the true next token at each answer position (the inputs teacher-forced on the "
-                       "true answer)",
-        "lossPosition": "position, true next token", "lossNow": "loss now", "lossTrained": "as trained",
-        "mean": "mean", "layerLabel": "layer", "headLabel": "head", "rowLabel": "query row",
-        "head": "head {h}", "layer": "layer {l}", "meanOfHeads": "mean of heads", "asTrained": "(as trained)",
-        "trainedWith": "(trained with it)", "trainedWithout": "(trained without it)",
-        "forced": " * After <EOS> every token is <EOS>.",
-        "wrongOne": "Wrong at position {positions}: the reversal of {digits} is {want}.",
-        "wrongMany": "Wrong at positions {positions}: the reversal of {digits} is {want}.",
-        "right": "Right: {want} is {digits} reversed.",
-        "note": "Query {row} ({token}) predicts the next token: {next}. Rows are queries, columns keys; the inputs "
-                "are the prompt and the model's own answer.",
-        "heatmapOn": "attention of {group}, layer {layer}, {head}, mask on; rows are queries, columns keys",
-        "heatmapOff": "attention of {group}, layer {layer}, {head}, mask off; rows are queries, columns keys",
-        "keyAxis": "key (position, token) \u2192", "weight": "attention weight", "bars": "weights of query row {row}",
-        "masked": "masked",
-        "build": "Computed in this browser by revformer-model.js from the exported weights (revformer {version}"
-                 "{seed}{steps}).",
-        "seed": ", seed {seed}", "steps": "; {group} trained {steps} steps",
-        "notLoaded": "The model did not load: this page could not read {files}.", "and": " and ",
-        "badDigits": "Type exactly six digits 0-9 (got \u201c{text}\u201d).", "comma": ", ",
-    },
-    "zh_CN": {
-        "sixDigits": "六个数字", "digits": "数字：", "random": "随机数字", "model": "模型",
-        "modelFixed": "模型：", "causalMask": "因果 mask", "answer": "生成的答案（贪心解码，七步）",
-        "position": "位置", "writes": "模型写出", "probability": "概率",
-        "reversal": "正确的反转", "allHeads": "全部头", "knockOut": "敲除第 {layer} 层的",
-        "lossCaption": "每个答案位置上真实下一个 token 的 loss（输入为真实答案，教师强制）",
-        "lossPosition": "位置，真实的下一个 token", "lossNow": "当前 loss", "lossTrained": "按训练时设置",
-        "mean": "平均", "layerLabel": "层", "headLabel": "头", "rowLabel": "query 行",
-        "head": "头 {h}", "layer": "第 {l} 层", "meanOfHeads": "各头平均", "asTrained": "（与训练时相同）",
-        "trainedWith": "（训练时开启）", "trainedWithout": "（训练时关闭）",
-        "forced": " * <EOS> 之后的每个 token 都是 <EOS>。",
-        "wrongOne": "位置 {positions} 错了：{digits} 的反转是 {want}。",
-        "wrongMany": "位置 {positions} 错了：{digits} 的反转是 {want}。",
-        "right": "正确：{want} 正是 {digits} 的反转。",
-        "note": "query {row}（{token}）预测下一个 token：{next}。行是 query，列是 key；输入是题目加上模型自己写出的答案。",
-        "heatmapOn": "{group} 的注意力，第 {layer} 层，{head}，mask 开启；行是 query，列是 key",
-        "heatmapOff": "{group} 的注意力，第 {layer} 层，{head}，mask 关闭；行是 query，列是 key",
-        "keyAxis": "key（位置，token）\u2192", "weight": "注意力权重", "bars": "query 行 {row} 的权重",
-        "masked": "已屏蔽",
-        "build": "由 revformer-model.js 用导出的权重在本浏览器中算出（revformer {version}{seed}{steps}）。",
-        "seed": "，种子 {seed}", "steps": "；{group} 训练了 {steps} 步",
-        "notLoaded": "模型没有加载：本页读不到 {files}。", "and": " 和 ",
-        "badDigits": "请输入恰好六个 0-9 的数字（当前输入：“{text}”）。", "comma": "、",
-    },
+    "sixDigits": "Six digits", "digits": "Digits:", "random": "Random digits", "model": "Model",
+    "modelFixed": "Model:", "causalMask": "causal mask", "answer": "The generated answer (greedy, seven steps)",
+    "position": "position", "writes": "the model writes", "probability": "its probability",
+    "reversal": "the reversal", "allHeads": "all heads", "knockOut": "knock out in layer {layer}",
+    "lossCaption": "Loss of the true next token at each answer position (the inputs teacher-forced on the "
+                   "true answer)",
+    "lossPosition": "position, true next token", "lossNow": "loss now", "lossTrained": "as trained",
+    "mean": "mean", "layerLabel": "layer", "headLabel": "head", "rowLabel": "query row",
+    "head": "head {h}", "layer": "layer {l}", "meanOfHeads": "mean of heads", "asTrained": "(as trained)",
+    "trainedWith": "(trained with it)", "trainedWithout": "(trained without it)",
+    "forced": " * After <EOS> every token is <EOS>.",
+    "wrongOne": "Wrong at position {positions}: the reversal of {digits} is {want}.",
+    "wrongMany": "Wrong at positions {positions}: the reversal of {digits} is {want}.",
+    "right": "Right: {want} is {digits} reversed.",
+    "note": "Query {row} ({token}) predicts the next token: {next}. Rows are queries, columns keys; the inputs "
+            "are the prompt and the model's own answer.",
+    "heatmapOn": "attention of {group}, layer {layer}, {head}, mask on; rows are queries, columns keys",
+    "heatmapOff": "attention of {group}, layer {layer}, {head}, mask off; rows are queries, columns keys",
+    "keyAxis": "key (position, token) \u2192", "weight": "attention weight", "bars": "weights of query row {row}",
+    "masked": "masked",
+    "build": "Computed in this browser by revformer-model.js from the exported weights (revformer {version}"
+             "{seed}{steps}).",
+    "seed": ", seed {seed}", "steps": "; {group} trained {steps} steps",
+    "notLoaded": "The model did not load: this page could not read {files}.", "and": " and ",
+    "badDigits": "Type exactly six digits 0-9 (got \u201c{text}\u201d).", "comma": ", ",
 }
-TITLES = {"playground": ("The model in your browser", "浏览器里的模型"),
-          10: ("Explorer: the attention of every head, computed in your browser",
-               "探索器：每个头的注意力，在浏览器中计算"),
-          11: ("Explorer: switch the mask and watch the answer and the attention",
-               "探索器：切换 mask，观察答案和注意力"),
-          12: ("Explorer: the three groups, computed in your browser",
-               "探索器：三个组，在浏览器中计算")}
+TITLES = {"playground": "The model in your browser",
+          10: "Explorer: the attention of every head, computed in your browser",
+          11: "Explorer: switch the mask and watch the answer and the attention",
+          12: "Explorer: the three groups, computed in your browser"}
+
+
+def text(lang: str) -> dict:
+    """The playground's words in ``lang`` (``TEXT`` through the catalogue), their {names} left for the script."""
+    from .i18n import unfilled
+
+    return {key: unfilled(english, lang) for key, english in TEXT.items()}
 
 
 # ---- the export -------------------------------------------------------------
@@ -299,10 +272,12 @@ _ONERROR = "(window.REVFORMER_MISSING = window.REVFORMER_MISSING || []).push(thi
 
 
 def _check_digits(digits) -> str:
-    text = str(digits) if isinstance(digits, (str, int)) and not isinstance(digits, bool) else None
+    from .quiz import ascii_digits
+
+    text = ascii_digits(digits) if isinstance(digits, (str, int)) and not isinstance(digits, bool) else None
     if isinstance(digits, (list, tuple)) and all(isinstance(d, int) and not isinstance(d, bool) for d in digits):
         text = "".join(str(d) for d in digits) if all(0 <= d <= 9 for d in digits) else None
-    if text is None or len(text) != 6 or not text.isdigit():
+    if text is None or len(text) != 6 or not all(c in "0123456789" for c in text):
         raise ValueError(f"digits must be six digits 0-9, such as '314205' or [3, 1, 4, 2, 0, 5], got {digits!r}")
     return text
 
@@ -320,14 +295,14 @@ def playground(digits="314205", groups=("four_heads", "one_head", "no_mask"), co
     heatmap's selects); the answer and the heatmap are always shown.
     ``layer``, ``head`` (an int or ``"mean"``) and ``row`` are the heatmap's
     first selection. ``script_base``: where the two scripts are loaded from.
-    ``title``: one string, or an (English, Chinese) pair; None for none.
+    ``title``: an English string (its Chinese from the catalogue); None for none.
     ``language``: ``"en"`` or ``"zh_CN"`` gives that one ``Playground``; by
     default both, as one ``revformer.i18n.Both`` (the kernel's language shown).
     """
     from .config import GROUP_NAMES, group as find_group
     from .data import PROMPT_LEN
 
-    text = _check_digits(digits)
+    digits_text = _check_digits(digits)
     if isinstance(groups, str) or not groups:
         raise ValueError(f"groups must be a non-empty list of group names, got {groups!r}")
     groups = list(groups)
@@ -356,21 +331,21 @@ def playground(digits="314205", groups=("four_heads", "one_head", "no_mask"), co
         raise ValueError(f"script_base must be a URL or a path, got {script_base!r}")
     if not script_base.endswith("/"):
         script_base += "/"
-    titles = (title, title) if isinstance(title, str) or title is None else tuple(title)
-    if len(titles) != 2 or not all(t is None or isinstance(t, str) for t in titles):
-        raise ValueError(f"title must be a string, an (English, Chinese) pair of strings or None, got {title!r}")
-    if language not in (None, *TEXT):
-        raise ValueError(f"language must be one of {', '.join(TEXT)} (or None for both), got {language!r}")
+    if title is not None and not isinstance(title, str):
+        raise ValueError(f"title must be an English string (its translation comes from the catalogue) or None, "
+                         f"got {title!r}")
+    from .i18n import LANGUAGES, Both, tr
+
+    if language not in (None, *LANGUAGES):
+        raise ValueError(f"language must be one of {', '.join(LANGUAGES)} (or None for both), got {language!r}")
     from .explorer import _palette
-    from .i18n import Both
 
     def made(lang):
-        names = GROUP_TEXT if lang == "en" else GROUP_TEXT_ZH
         return Playground({
-            "title": titles[lang != "en"] or "", "digits": text, "groups": groups,
-            "groupText": {g: names[g] for g in groups}, "controls": controls, "maxHeads": heads,
+            "title": tr(title, lang) if title else "", "digits": digits_text, "groups": groups,
+            "groupText": {g: tr(GROUP_TEXT[g], lang) for g in groups}, "controls": controls, "maxHeads": heads,
             "layer": layer, "head": str(head), "row": row, "scripts": script_base,
-            "palette": _palette("cividis"), "language": lang, "text": TEXT[lang],
+            "palette": _palette("cividis"), "language": lang, "text": text(lang),
         })
 
     return made(language) if language else Both(made("en"), made("zh_CN"))

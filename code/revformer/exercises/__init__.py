@@ -7,45 +7,148 @@ never raises on a wrong or unfinished answer, so a chapter that shows the
 unfinished exercise still runs top to bottom; it returns True only when
 every case passes.
 
+A report is written in English only: each line is a ``Message`` (an English
+template and its fields), rendered in every language when the report is
+shown, the Chinese from the package's catalogue (``revformer.i18n``).
+
 Modules, one exercise topic each, add their checkers on ``Checker``.
 """
 from __future__ import annotations
 
 import textwrap
 import traceback
+import unicodedata
+from collections.abc import Mapping
 
-from ..i18n import Bilingual
+from ..i18n import LANGUAGES, Bilingual, Message, render, show_text, tr
+
+# The markers of a report's lines: each a template, padded to MARKER_WIDTH columns.
+MARKERS = {"ok": "ok", "WRONG": "WRONG", "TODO": "TODO", "ERROR": "ERROR", "HINT": "HINT"}
+MARKER_WIDTH = 6
+INDENT = 8
+
+
+def _columns(char: str) -> int:
+    """How many columns ``char`` takes in a monospaced font (a CJK character two)."""
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def width_of(text: str) -> int:
+    """The display width of ``text``."""
+    return sum(_columns(c) for c in text)
+
+
+def _wide(text: str) -> bool:
+    return any(_columns(c) == 2 for c in text)
+
+
+_NO_BREAK_BEFORE = set("\uff0c\u3002\uff1a\uff1b\uff09\u3001\uff01\uff1f")  # full-width , . : ; ) and the list comma
+
+
+def _fold_wide(text: str, width: int, indent: str) -> str:
+    """Fold text with CJK characters by display width: break between two wide characters or at a space."""
+    units, word = [], ""
+    for char in text:  # a unit: a wide character, a run of narrow non-space characters, or a space
+        if char == " " or _columns(char) == 2:
+            if word:
+                units.append(word)
+                word = ""
+            units.append(char)
+        else:
+            word += char
+    if word:
+        units.append(word)
+    lines, line = [], ""
+    for unit in units:
+        if (line.strip() and width_of(line + unit.rstrip()) > width and unit not in _NO_BREAK_BEFORE):
+            lines.append(line.rstrip())
+            line = indent
+            if unit == " ":
+                continue
+        line += unit
+    lines.append(line.rstrip())
+    return "\n".join(lines)
 
 
 def fold(text: str, width: int = 76) -> str:
-    """Fold a long diagnosis so that it reads without scrolling, under its marker."""
-    return textwrap.fill(text, width=width, subsequent_indent=" " * 8, break_long_words=False,
+    """Fold a long rendered line so that it reads without scrolling, under its marker.
+
+    English folds at spaces; a line with Chinese characters folds by display
+    width (a Chinese character takes two columns), between characters.
+    """
+    indent = " " * INDENT
+    if _wide(text):
+        return _fold_wide(text, width, indent)
+    return textwrap.fill(text, width=width, subsequent_indent=indent, break_long_words=False,
                          break_on_hyphens=False)
 
 
-def expect(checker: "Checker", condition, good: str, bad: str, width: int = 76) -> bool:
-    """``checker.expect`` with both texts folded to ``width`` columns."""
-    return checker.expect(condition, fold(good, width), fold(bad, width))
+def expect(checker: "Checker", condition, good, bad, width: int = 76) -> bool:
+    """``checker.expect`` with the line folded to ``width`` columns in every language."""
+    return checker.expect(condition, good, bad, width=width)
+
+
+def not_a_tensor(got) -> Message:
+    """The diagnosis of a result that is not a tensor (None: is the `return` missing?)."""
+    if got is None:
+        return Message("returned {kind}, not a tensor: is the `return` missing?", kind=type(got).__name__)
+    return Message("returned {kind}, not a tensor", kind=type(got).__name__)
 
 
 class Unfinished(Exception):
     """The reader's function still raises ``NotImplementedError``."""
 
 
-class Checker:
-    """Collects the result of each case of one exercise and prints a report."""
+class Line:
+    """One line of a report: its marker (``ok``, ``WRONG``, ``TODO``, ``ERROR``, ``HINT``) and its text.
 
-    def __init__(self, title: str):
-        self.title = title
-        self.lines: list[str] = []
+    The text is a ``Message`` (or a plain str, identifiers only), rendered in
+    each language when the report is shown; ``width`` folds it (None: not folded).
+    """
+
+    def __init__(self, marker: str, text, width: int | None = None):
+        if marker not in MARKERS:
+            raise ValueError(f"a line's marker is one of {', '.join(MARKERS)}, got {marker!r}")
+        self.marker, self.text, self.width = marker, text, width
+
+    def render(self, lang: str | None = None) -> str:
+        label = tr(MARKERS[self.marker], lang)
+        pad = max(1, MARKER_WIDTH - width_of(label))
+        prefix, text = "  " + label + " " * pad, render(self.text, lang)
+        if not self.width:
+            return prefix + text
+        if self.marker == "HINT":  # a hint folds with its marker; a case's text folds under it
+            return fold(prefix + text, self.width)
+        return prefix + fold(text, self.width)
+
+    def __str__(self) -> str:
+        return self.render("en")
+
+    def __contains__(self, part: str) -> bool:
+        return part in str(self)
+
+    def __repr__(self) -> str:
+        return f"Line({self.marker!r}, {self.text!r})"
+
+
+class Checker:
+    """Collects the result of each case of one exercise and shows a report in the kernel's language."""
+
+    def __init__(self, title):
+        self.title = title  # a Message, or a str (a checker's name)
+        self.lines: list[Line] = []
         self.passed = True
 
-    def expect(self, condition: bool, good: str, bad: str) -> bool:
-        """Record one case: ``good`` when ``condition`` holds, else the diagnosis ``bad``."""
+    def expect(self, condition: bool, good, bad, width: int | None = None) -> bool:
+        """Record one case: ``good`` when ``condition`` holds, else the diagnosis ``bad`` (Messages)."""
         condition = bool(condition)
-        self.lines.append(("  ok    " if condition else "  WRONG ") + (good if condition else bad))
+        self.lines.append(Line("ok" if condition else "WRONG", good if condition else bad, width))
         self.passed &= condition
         return condition
+
+    def hint(self, text, width: int | None = None) -> None:
+        """Add a ``HINT`` line (a Message) under the last one."""
+        self.lines.append(Line("HINT", text, width))
 
     def call(self, fn, *args, **kwargs):
         """Run the reader's ``fn``; an exception becomes a recorded failure and ``Unfinished``."""
@@ -53,23 +156,29 @@ class Checker:
             return fn(*args, **kwargs)
         except NotImplementedError:
             self.passed = False
-            self.lines.append("  TODO  the function still raises NotImplementedError: fill it in.")
+            self.lines.append(Line("TODO", Message("the function still raises NotImplementedError: fill it in.")))
             raise Unfinished from None
         except Exception as error:  # the reader's bug, reported rather than raised
             self.passed = False
             where = traceback.extract_tb(error.__traceback__)[-1]
-            self.lines.append(f"  ERROR {type(error).__name__}: {error} (line {where.lineno})")
+            self.lines.append(Line("ERROR", Message("{kind}: {error} (line {line})", kind=type(error).__name__,
+                                                    error=str(error), line=where.lineno)))
             raise Unfinished from None
 
+    def text(self, lang: str | None = None) -> str:
+        """The whole report in ``lang``: the title and verdict, then the lines."""
+        verdict = (Message("all checks passed") if self.passed
+                   else Message("not yet: see the lines marked below"))
+        head = tr("{title}: {verdict}", lang, title=render(self.title, lang), verdict=verdict.render(lang))
+        return "\n".join([head] + [line.render(lang) for line in self.lines])
+
     def report(self) -> bool:
-        verdict = "all checks passed" if self.passed else "not yet: see the lines marked below"
-        print(f"{self.title}: {verdict}")
-        print("\n".join(self.lines))
+        show_text(self.text)
         return self.passed
 
 
-def run(title: str, body) -> bool:
-    """Run ``body(checker)``, stop at an unfinished or crashing answer, print the report."""
+def run(title, body) -> bool:
+    """Run ``body(checker)``, stop at an unfinished or crashing answer, show the report."""
     checker = Checker(title)
     try:
         body(checker)
@@ -78,7 +187,7 @@ def run(title: str, body) -> bool:
     return checker.report()
 
 
-def run_cases(title: str, cases, check_case, fn) -> bool:
+def run_cases(title, cases, check_case, fn) -> bool:
     """Run ``check_case(checker, fn, case, seed)`` for each case, stopping at the
     first that fails (later cases would only repeat the diagnosis)."""
     def body(checker):
@@ -89,6 +198,24 @@ def run_cases(title: str, cases, check_case, fn) -> bool:
     return run(title, body)
 
 
+class _InEachLanguage(Mapping):
+    """A template rendered in each language, read as ``{language: text}``."""
+
+    def __init__(self, template: str):
+        self.template = template
+
+    def __getitem__(self, lang: str) -> str:
+        if lang not in LANGUAGES:
+            raise KeyError(lang)
+        return tr(self.template, lang)
+
+    def __iter__(self):
+        return iter(LANGUAGES)
+
+    def __len__(self) -> int:
+        return len(LANGUAGES)
+
+
 class Solution(Bilingual):
     """Listings of solution functions, collapsed until the reader opens them (``_repr_markdown_``).
 
@@ -96,7 +223,7 @@ class Solution(Bilingual):
     are highlighted by whoever shows them, the book, Colab or Jupyter.
     """
 
-    SUMMARY = {"en": "Show the solution", "zh_CN": "显示参考答案"}
+    SUMMARY = _InEachLanguage("Show the solution")
 
     def __init__(self, listings):
         self.listings = listings
@@ -114,8 +241,9 @@ def show_solution(*functions):
     """The source of solution ``functions`` (from ``revformer.exercises.solutions``), collapsed.
 
     In the book, in Colab and in Jupyter alike the solution stays hidden
-    until the reader clicks "Show the solution" (显示参考答案 in the Chinese
-    edition: ``Solution`` is ``revformer.i18n.Bilingual``).
+    until the reader clicks "Show the solution" (in the Chinese edition its
+    translation from the package's catalogue: ``Solution`` is
+    ``revformer.i18n.Bilingual``).
     """
     from ..source import show_source
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis import ANSWER_QUERIES, reversal_weight
+from ..i18n import Message
 from . import Checker, expect, run
 
 
@@ -41,44 +42,44 @@ def _mean_over(w, queries, key_of):
 def _variants(w: np.ndarray):
     """The answers of the usual mistakes, each with what it means."""
     answers = ANSWER_QUERIES  # 7..12
-    rows = "only queries 7-12 predict answer digits (query 7, the <SEP>, predicts the first one)"
+    rows = Message("only queries 7-12 predict answer digits (query 7, the <SEP>, predicts the first one)")
     return (
         (_mean_over(w, answers, lambda q: 12 - q),
-         "you read key 12-q, one position left of the reversal key: query q predicts answer digit "
-         "q-7, which is prompt digit 12-q, stored at position 13-q (the prompt starts with <BOS> "
-         "at position 0)"),
+         Message("you read key 12-q, one position left of the reversal key: query q predicts answer digit "
+                 "q-7, which is prompt digit 12-q, stored at position 13-q (the prompt starts with <BOS> "
+                 "at position 0)")),
         (_mean_over(w, answers, lambda q: 14 - q),
-         "you read key 14-q, one position right of the reversal key: query 7 must read key 6, the "
-         "last prompt digit, so the key is 13-q"),
+         Message("you read key 14-q, one position right of the reversal key: query 7 must read key 6, "
+                 "the last prompt digit, so the key is 13-q")),
         (_mean_over(w, answers, lambda q: q + 1),
-         "you read key q+1, the next-answer key (the future the mask hides), not the reversal key "
-         "13-q"),
+         Message("you read key q+1, the next-answer key (the future the mask hides), not the reversal "
+                 "key 13-q")),
         (_mean_over(w, range(8, 14), lambda q: 13 - q),
-         "you read query rows 8-13, one row late: row 8 holds the first answer digit as input, "
-         "row 7 predicts it. " + rows),
+         Message("you read query rows 8-13, one row late: row 8 holds the first answer digit as input, "
+                 "row 7 predicts it. {rows}", rows=rows)),
         (_mean_over(w, range(8, 14), lambda q: 14 - q),
-         "you read query rows 8-13 (with keys 14-q), one row late: row 8 holds the first answer "
-         "digit as input, row 7 predicts it. " + rows),
+         Message("you read query rows 8-13 (with keys 14-q), one row late: row 8 holds the first answer "
+                 "digit as input, row 7 predicts it. {rows}", rows=rows)),
         (_mean_over(w, range(0, 13), lambda q: 13 - q),
-         "you included the query rows of the prompt (0-6) in the mean: " + rows),
+         Message("you included the query rows of the prompt (0-6) in the mean: {rows}", rows=rows)),
         (_mean_over(w, range(1, 13), lambda q: 13 - q),
-         "you included the query rows of the prompt (1-6) in the mean: " + rows),
+         Message("you included the query rows of the prompt (1-6) in the mean: {rows}", rows=rows)),
         (_mean_over(w, range(0, 14), lambda q: 13 - q),
-         "you averaged over every query row 0-13: " + rows),
+         Message("you averaged over every query row 0-13: {rows}", rows=rows)),
         (w[:, :, 7:13, :].mean(axis=(-1, -2)),
-         "you averaged over the keys instead of reading one: every row sums to 1, so the mean over "
-         "14 keys is 1/14 whatever the model does. Read the single key 13-q of each query"),
+         Message("you averaged over the keys instead of reading one: every row sums to 1, so the mean "
+                 "over 14 keys is 1/14 whatever the model does. Read the single key 13-q of each query")),
         (w[:, :, 7:13, 1:7].mean(axis=(-1, -2)),
-         "you averaged over the six prompt keys instead of reading the one reversal key 13-q of "
-         "each query"),
+         Message("you averaged over the six prompt keys instead of reading the one reversal key 13-q "
+                 "of each query")),
         (w[:, :, 7:13, 1:7].sum(axis=-1).mean(axis=-1),
-         "you added the weight on all six prompt keys: that is how much each query reads the prompt, "
-         "not the reversal key. Read the single key 13-q"),
+         Message("you added the weight on all six prompt keys: that is how much each query reads the "
+                 "prompt, not the reversal key. Read the single key 13-q")),
         (_mean_over(np.swapaxes(w, -1, -2), answers, lambda q: 13 - q),
-         "you swapped the query and key axes: the weights are [layer, head, query, key], so the "
-         "reversal cell of query q is w[:, :, q, 13 - q], not w[:, :, 13 - q, q]"),
+         Message("you swapped the query and key axes: the weights are [layer, head, query, key], so the "
+                 "reversal cell of query q is w[:, :, q, 13 - q], not w[:, :, 13 - q, q]")),
         (6 * _mean_over(w, answers, lambda q: 13 - q),
-         "you added the six queries' weights instead of averaging them: divide by 6 (np.mean)"),
+         Message("you added the six queries' weights instead of averaging them: divide by 6 (np.mean)")),
     )
 
 
@@ -88,22 +89,26 @@ def _as_array(got):
     return np.asarray(got, dtype=float)
 
 
-def _shape_problem(got: np.ndarray, layers: int, heads: int) -> str:
+def _shape_problem(got: np.ndarray, layers: int, heads: int):
     shape = list(got.shape)
     if shape == [layers, heads]:
-        return ""
+        return None
     if shape == [heads, layers]:
-        return f"got shape {shape}: return [L,H] = [{layers},{heads}], one row per layer"
+        return Message("got shape {shape}: return [L,H] = [{layers},{heads}], one row per layer",
+                       shape=shape, layers=layers, heads=heads)
     if shape == [layers]:
-        return f"got shape {shape}: you averaged over the heads too; return one value per layer and head"
+        return Message("got shape {shape}: you averaged over the heads too; return one value per layer "
+                       "and head", shape=shape)
     if shape == [heads]:
-        return f"got shape {shape}: you averaged over the layers; return one value per layer and head"
+        return Message("got shape {shape}: you averaged over the layers; return one value per layer and "
+                       "head", shape=shape)
     if shape == []:
-        return "got one number: you averaged over the layers and heads; return [L,H]"
+        return Message("got one number: you averaged over the layers and heads; return [L,H]")
     if shape == [layers, heads, len(ANSWER_QUERIES)]:
-        return (f"got shape {shape}: one value per answer query; average them over the six queries "
-                "to get [L,H]")
-    return f"expected shape [L,H] = [{layers},{heads}], got {shape}"
+        return Message("got shape {shape}: one value per answer query; average them over the six queries "
+                       "to get [L,H]", shape=shape)
+    return Message("expected shape [L,H] = [{layers},{heads}], got {shape}", layers=layers, heads=heads,
+                   shape=shape)
 
 
 def _check(checker: Checker, fn, weights: np.ndarray, where: str) -> bool:
@@ -111,25 +116,30 @@ def _check(checker: Checker, fn, weights: np.ndarray, where: str) -> bool:
     given = weights.copy()
     got = checker.call(fn, given)
     if got is None:
-        return _expect(checker, False, "", f"{where}: returned None: is the `return` missing?")
+        return _expect(checker, False, "", Message("{where}: returned None: is the `return` missing?",
+                                                   where=where))
     if not np.array_equal(given, weights):
-        return _expect(checker, False, "", f"{where}: the weights were changed in place; read them only")
+        return _expect(checker, False, "", Message("{where}: the weights were changed in place; read them "
+                                                   "only", where=where))
     try:
         got = _as_array(got)
     except (TypeError, ValueError):
-        return _expect(checker, False, "", f"{where}: return an array [L,H] of numbers, got {type(got).__name__}")
+        return _expect(checker, False, "", Message("{where}: return an array [L,H] of numbers, got {kind}",
+                                                   where=where, kind=type(got).__name__))
     problem = _shape_problem(got, layers, heads)
     if problem:
-        return _expect(checker, False, "", f"{where}: {problem}")
+        return _expect(checker, False, "", Message("{where}: {problem}", where=where, problem=problem))
     want = reversal_weight(weights)
     if np.allclose(got, want, atol=_TOL, rtol=0):
-        return _expect(checker, True, f"{where}: equals revformer.analysis.reversal_weight", "")
+        return _expect(checker, True, Message("{where}: equals revformer.analysis.reversal_weight",
+                                              where=where), "")
     for answer, meaning in _variants(weights):
         if np.allclose(got, answer, atol=_TOL, rtol=0):
-            return _expect(checker, False, "", f"{where}: {meaning}")
+            return _expect(checker, False, "", Message("{where}: {problem}", where=where, problem=meaning))
     gap = float(np.abs(got - want).max())
-    return _expect(checker, False, "", f"{where}: differs from revformer.analysis.reversal_weight by up to "
-                  f"{gap:.3g}: mean over queries q = 7..12 of w[layer, head, q, 13 - q]")
+    return _expect(checker, False, "", Message("{where}: differs from revformer.analysis.reversal_weight by "
+                                               "up to {gap:.3g}: mean over queries q = 7..12 of "
+                                               "w[layer, head, q, 13 - q]", where=where, gap=gap))
 
 
 def check_reversal_weight(fn, weights=None) -> bool:
@@ -142,11 +152,12 @@ def check_reversal_weight(fn, weights=None) -> bool:
     """
 
     def body(checker: Checker):
-        cases = [(_made_up(layers, heads, seed), f"made-up weights [{layers},{heads},14,14]")
+        cases = [(_made_up(layers, heads, seed), Message("made-up weights [{layers},{heads},14,14]",
+                                                         layers=layers, heads=heads))
                  for seed, (layers, heads) in enumerate(_SHAPES)]
         if weights is not None:
             w = _as_array(weights)
-            cases.append((w, f"the trained model's weights {list(w.shape)}"))
+            cases.append((w, Message("the trained model's weights {shape}", shape=list(w.shape))))
         for w, where in cases:
             if not _check(checker, fn, w, where):
                 return

@@ -27,7 +27,20 @@ from ..analysis import change_future_answers
 from ..attention import causal_mask
 from ..data import PROMPT_LEN, encode
 from ..model import make_model
+from ..i18n import Message
 from . import Checker, expect, run
+
+# The broken copies, by the key the checks use, and as the reports name them.
+_COPIES = {
+    "softmax over the queries": Message("softmax over the queries"),
+    "softmax over the queries, layer 1 only": Message("softmax over the queries, layer 1 only"),
+    "mask applied after the softmax": Message("mask applied after the softmax"),
+    "diagonal masked, triu(diagonal=0)": Message("diagonal masked, triu(diagonal=0)"),
+    "without a mask": Message("without a mask"),
+    "with layer 1 unmasked": Message("with layer 1 unmasked"),
+    "whose mask is shifted by one, triu(diagonal=2)": Message("whose mask is shifted by one, triu(diagonal=2)"),
+    "that masks after the softmax": Message("that masks after the softmax"),
+}
 
 _NEG = float("-inf")
 
@@ -116,8 +129,8 @@ def _verdict(checker: Checker, fn, model, ids):
     if isinstance(got, torch.Tensor) and got.numel() == 1:
         got = bool(got.item())
     if not isinstance(got, bool):
-        _expect(checker, False, "", f"return True or False, got {type(got).__name__}"
-                + (": is the `return` missing?" if got is None else ""))
+        _expect(checker, False, "", Message("return True or False, got NoneType: is the `return` missing?")
+                if got is None else Message("return True or False, got {kind}", kind=type(got).__name__))
         return None, recorder.seen
     return got, recorder.seen
 
@@ -170,36 +183,36 @@ def check_rows_ok(fn, model=None) -> bool:
         missed = [name for name, passed in verdicts.items() if passed]
         if not package:
             if verdicts["softmax over the queries"]:
-                why = ("you summed over the queries (dim=-2): a row is one query, so sum over the keys, "
-                       "w.sum(dim=-1)")
+                why = Message("you summed over the queries (dim=-2): a row is one query, so sum over the keys, "
+                              "w.sum(dim=-1)")
             else:
-                why = ("its rows sum to 1 only within rounding (a few 1e-7 in float32): compare with a "
-                       "tolerance, (w.sum(-1) - 1).abs().max() < 1e-5, not with == 1")
-            _expect(checker, False, "", f"the package's model failed your check: {why}")
+                why = Message("its rows sum to 1 only within rounding (a few 1e-7 in float32): compare with a "
+                              "tolerance, (w.sum(-1) - 1).abs().max() < 1e-5, not with == 1")
+            _expect(checker, False, "", Message("the package's model failed your check: {why}", why=why))
         else:
-            _expect(checker, True, "the package's model passes", "")
+            _expect(checker, True, Message("the package's model passes"), "")
         for name, passed in verdicts.items():
             if not passed:
-                _expect(checker, True, f"fails the copy with the {name}", "")
+                _expect(checker, True, Message("fails the copy with the {name}", name=_COPIES[name]), "")
                 continue
             if name == "softmax over the queries":
-                why = ("its columns sum to 1, its rows do not: you summed over the queries (dim=-2); "
-                       "sum over the keys, w.sum(dim=-1)")
+                why = Message("its columns sum to 1, its rows do not: you summed over the queries (dim=-2); "
+                              "sum over the keys, w.sum(dim=-1)")
             elif name.endswith("layer 1 only"):
-                why = ("layer 0 is right and layer 1 is not: the model returns one [B,H,T,T] per layer; "
-                       "check every layer, not weights[0]")
+                why = Message("layer 0 is right and layer 1 is not: the model returns one [B,H,T,T] per layer; "
+                              "check every layer, not weights[0]")
             elif name.startswith("mask applied"):
                 low = _min_row_sum(copies[name], ids)
-                why = (f"its future weights are 0 but rows sum to as little as {low:.2f}: check the sum "
-                       "of each row, not that the future is 0, with a tolerance near 1e-5")
+                why = Message("its future weights are 0 but rows sum to as little as {low:.2f}: check the sum "
+                              "of each row, not that the future is 0, with a tolerance near 1e-5", low=low)
             else:
-                why = ("row 0 is all NaN, and every comparison with NaN is False, so a test such as "
-                       "`((s - 1).abs() > tol).any()` finds nothing: add `torch.isnan(w).any()`, or "
-                       "require `(s - 1).abs().max() < tol`, which NaN fails")
-            _expect(checker, False, "", f"passed the copy with the {name}: {why}")
+                why = Message("row 0 is all NaN, and every comparison with NaN is False, so a test such as "
+                              "`((s - 1).abs() > tol).any()` finds nothing: add `torch.isnan(w).any()`, or "
+                              "require `(s - 1).abs().max() < tol`, which NaN fails")
+            _expect(checker, False, "", Message("passed the copy with the {name}: {why}", name=_COPIES[name], why=why))
         if package and not missed:
-            _expect(checker, True, "a copy whose mask leaks (rows still sum to 1) is the leak "
-                    "check's job, not this one's", "")
+            _expect(checker, True, Message("a copy whose mask leaks (rows still sum to 1) is the leak "
+                                           "check's job, not this one's"), "")
 
     return run("check_rows_ok", body)
 
@@ -228,54 +241,58 @@ def check_no_leak(fn, model=None) -> bool:
         inputs = [s for s in seen if s.shape == ids.shape]
         changed = sorted({int(p) for s in inputs for p in (s != inputs[0]).any(dim=0).nonzero().flatten()})
         if len(inputs) < 2 or not changed:
-            _expect(checker, False, "", "your check ran the model on one input only (or twice on the "
-                    "same one): run it on the inputs and on a copy whose tokens at positions 8-13 are "
-                    "changed, e.g. revformer.analysis.change_future_answers(ids), and compare")
+            _expect(checker, False, "", Message("your check ran the model on one input only (or twice on the "
+                                                "same one): run it on the inputs and on a copy whose tokens at "
+                                                "positions 8-13 are changed, e.g. "
+                                                "revformer.analysis.change_future_answers(ids), and compare"))
             return
         early = [p for p in changed if p < PROMPT_LEN]
         if early:
-            _expect(checker, False, "", f"your second input differs at position(s) {early}, at or "
-                    "before position 7: a change there may move the prefix legitimately. Change only "
-                    "positions 8-13, the future")
+            _expect(checker, False, "", Message("your second input differs at position(s) {early}, at or "
+                                                "before position 7: a change there may move the prefix "
+                                                "legitimately. Change only positions 8-13, the future", early=early))
             return
         if not package:
-            _expect(checker, False, "", "the package's model failed your check, though you changed "
-                    "only positions 8-13: compare only the prefix logits, logits[:, :8] (positions "
-                    "8-13 read the changed tokens and must move), with a tolerance of 1e-5 or less")
+            _expect(checker, False, "", Message("the package's model failed your check, though you changed "
+                                                "only positions 8-13: compare only the prefix logits, "
+                                                "logits[:, :8] (positions 8-13 read the changed tokens and must "
+                                                "move), with a tolerance of 1e-5 or less"))
             return
-        _expect(checker, True, f"the package's model passes (you changed positions {changed[0]}-"
-                f"{changed[-1]} only)", "")
+        _expect(checker, True, Message("the package's model passes (you changed positions {first}-{last} only)",
+                                       first=changed[0], last=changed[-1]), "")
         verdicts = {}
         for name, broken in copies.items():
             verdicts[name], _ = _verdict(checker, fn, broken, ids)
             if verdicts[name] is None:
                 return
         if all(verdicts.values()):
-            _expect(checker, False, "", "your check passes every copy that leaks, even the one without "
-                    f"a mask, whose prefix logits move by {_leak_size(copies['without a mask'], ids):.2g}: "
-                    "compare the prefix logits of the two runs, logits[:, :8], and return False when "
-                    "they differ by more than 1e-5")
+            _expect(checker, False, "", Message("your check passes every copy that leaks, even the one without "
+                                                "a mask, whose prefix logits move by {size:.2g}: compare the "
+                                                "prefix logits of the two runs, logits[:, :8], and return False "
+                                                "when they differ by more than 1e-5",
+                                                size=_leak_size(copies['without a mask'], ids)))
             return
         for name, passed in verdicts.items():
             if not passed:
-                _expect(checker, True, f"fails the copy {name}", "")
+                _expect(checker, True, Message("fails the copy {name}", name=_COPIES[name]), "")
                 continue
             size = _leak_size(copies[name], ids)
-            loose = (f"its prefix logits move by {size:.2g}: the right value is exactly 0 on a CPU, "
-                     "so a tolerance must be 1e-5 or less")
+            loose = Message("its prefix logits move by {size:.2g}: the right value is exactly 0 on a CPU, "
+                            "so a tolerance must be 1e-5 or less", size=size)
             if name.startswith("whose mask"):
-                why = ("only positions 6 and 7 move, since query i reads i+1: compare all eight prefix "
-                       "positions, logits[:, :8]")
+                why = Message("only positions 6 and 7 move, since query i reads i+1: compare all eight prefix "
+                              "positions, logits[:, :8]")
                 smaller = _leak_size(copies["with layer 1 unmasked"], ids)
                 if verdicts["with layer 1 unmasked"] or smaller >= size:
-                    why += f"; or, if you did, {loose}"
+                    why = Message("only positions 6 and 7 move, since query i reads i+1: compare all eight "
+                                  "prefix positions, logits[:, :8]; or, if you did, {loose}", loose=loose)
             elif name.startswith("that masks"):
-                why = ("its future weights are exactly 0, yet the future reaches the past through the "
-                       "softmax's denominator: if you checked the weights, compare the prefix logits "
-                       f"instead; if you compared logits, {loose}")
+                why = Message("its future weights are exactly 0, yet the future reaches the past through the "
+                              "softmax's denominator: if you checked the weights, compare the prefix logits "
+                              "instead; if you compared logits, {loose}", loose=loose)
             else:
                 why = loose
-            _expect(checker, False, "", f"passed the copy {name}: {why}")
+            _expect(checker, False, "", Message("passed the copy {name}: {why}", name=_COPIES[name], why=why))
 
     return run("check_no_leak", body)
 

@@ -20,6 +20,7 @@ from numbers import Real
 
 from ..config import ModelConfig
 from ..model import ReversalTransformer, count_parameters
+from ..i18n import Message
 from . import Checker, run
 
 TITLE = "check_parameter_count"
@@ -50,7 +51,7 @@ def _block(d, f):
 class _Mistake:
     """A usual miscount: what it leaves out (or adds), the parts it touches, its error in values."""
 
-    what: str  # what the reader did, as a gerund phrase
+    what: Message  # what the reader did, as a gerund phrase
     parts: frozenset
     error: object  # (V, P, D, F, L) -> reader's count minus the right count
 
@@ -60,39 +61,39 @@ def _m(what, parts, error):
 
 
 _MISTAKES = (
-    _m("leaving out the position table, max_positions x d_model: every position has its "
-       "own learned vector", "pos", lambda v, p, d, f, l: -p * d),
-    _m("leaving out one row of the position table: it has max_positions rows (15), one "
-       "more than the 14 input positions", "pos", lambda v, p, d, f, l: -d),
-    _m("leaving out the token table, vocab_size x d_model", "tok", lambda v, p, d, f, l: -v * d),
-    _m("leaving out the head's bias, vocab_size values: the head is nn.Linear(d_model, "
-       "vocab_size), with a bias", "head_b", lambda v, p, d, f, l: -v),
-    _m("leaving out the head's weight, d_model x vocab_size: this model does not share it "
-       "with the token table", "head_w", lambda v, p, d, f, l: -d * v),
-    _m("leaving out the final LayerNorm before the head, 2 x d_model", "ln_final",
+    _m(Message("leaving out the position table, max_positions x d_model: every position has its "
+               "own learned vector"), "pos", lambda v, p, d, f, l: -p * d),
+    _m(Message("leaving out one row of the position table: it has max_positions rows (15), one "
+               "more than the 14 input positions"), "pos", lambda v, p, d, f, l: -d),
+    _m(Message("leaving out the token table, vocab_size x d_model"), "tok", lambda v, p, d, f, l: -v * d),
+    _m(Message("leaving out the head's bias, vocab_size values: the head is nn.Linear(d_model, "
+               "vocab_size), with a bias"), "head_b", lambda v, p, d, f, l: -v),
+    _m(Message("leaving out the head's weight, d_model x vocab_size: this model does not share it "
+               "with the token table"), "head_w", lambda v, p, d, f, l: -d * v),
+    _m(Message("leaving out the final LayerNorm before the head, 2 x d_model"), "ln_final",
        lambda v, p, d, f, l: -2 * d),
-    _m("leaving out the two LayerNorms of each block, 2 x 2 x d_model a block", "ln_block",
+    _m(Message("leaving out the two LayerNorms of each block, 2 x 2 x d_model a block"), "ln_block",
        lambda v, p, d, f, l: -4 * d * l),
-    _m("leaving out one of the two LayerNorms of each block (one before the attention, one "
-       "before the FFN), 2 x d_model a block", "ln_block", lambda v, p, d, f, l: -2 * d * l),
-    _m("leaving out every LayerNorm: two a block and the final one, 2 x d_model each",
-       "ln_block ln_final", lambda v, p, d, f, l: -(4 * l + 2) * d),
-    _m("leaving out the LayerNorm biases: each LayerNorm has a weight and a bias of d_model "
-       "values", "ln_block ln_final", lambda v, p, d, f, l: -(2 * l + 1) * d),
-    _m("leaving out the biases of the four attention projections, 4 x d_model a block",
-       "attn_b", lambda v, p, d, f, l: -4 * d * l),
-    _m("leaving out the attention's output projection, d_model x d_model + d_model a block",
-       "attn_b out_w", lambda v, p, d, f, l: -(d * d + d) * l),
-    _m("leaving out the two FFN biases, d_ff + d_model a block", "ffn_b",
+    _m(Message("leaving out one of the two LayerNorms of each block (one before the attention, one "
+               "before the FFN), 2 x d_model a block"), "ln_block", lambda v, p, d, f, l: -2 * d * l),
+    _m(Message("leaving out every LayerNorm: two a block and the final one, 2 x d_model each"),
+               "ln_block ln_final", lambda v, p, d, f, l: -(4 * l + 2) * d),
+    _m(Message("leaving out the LayerNorm biases: each LayerNorm has a weight and a bias of d_model "
+               "values"), "ln_block ln_final", lambda v, p, d, f, l: -(2 * l + 1) * d),
+    _m(Message("leaving out the biases of the four attention projections, 4 x d_model a block"),
+               "attn_b", lambda v, p, d, f, l: -4 * d * l),
+    _m(Message("leaving out the attention's output projection, d_model x d_model + d_model a block"),
+               "attn_b out_w", lambda v, p, d, f, l: -(d * d + d) * l),
+    _m(Message("leaving out the two FFN biases, d_ff + d_model a block"), "ffn_b",
        lambda v, p, d, f, l: -(f + d) * l),
-    _m("leaving out the biases of the Linear layers in the blocks (attention and FFN)",
-       "attn_b ffn_b", lambda v, p, d, f, l: -(5 * d + f) * l),
-    _m("leaving out every Linear layer's bias: attention, FFN and the head",
-       "attn_b ffn_b head_b", lambda v, p, d, f, l: -(5 * d + f) * l - v),
-    _m("leaving out every block but one: one block's count must be multiplied by num_layers",
-       "blocks", lambda v, p, d, f, l: -(l - 1) * _block(d, f)),
-    _m("adding a bias to each embedding table (a count too high): nn.Embedding is a plain "
-       "table, with no bias", "emb_b", lambda v, p, d, f, l: 2 * d),
+    _m(Message("leaving out the biases of the Linear layers in the blocks (attention and FFN)"),
+               "attn_b ffn_b", lambda v, p, d, f, l: -(5 * d + f) * l),
+    _m(Message("leaving out every Linear layer's bias: attention, FFN and the head"),
+               "attn_b ffn_b head_b", lambda v, p, d, f, l: -(5 * d + f) * l - v),
+    _m(Message("leaving out every block but one: one block's count must be multiplied by num_layers"),
+               "blocks", lambda v, p, d, f, l: -(l - 1) * _block(d, f)),
+    _m(Message("adding a bias to each embedding table (a count too high): nn.Embedding is a plain "
+               "table, with no bias"), "emb_b", lambda v, p, d, f, l: 2 * d),
 )
 
 
@@ -104,12 +105,14 @@ def _reference(v, p, d, f, l) -> int:
     return embeddings + l * _block(d, f) + final_norm + head
 
 
-def _describe(case) -> str:
+def _describe(case) -> Message:
     v, p, d, f, l = case
-    return f"vocab {v}, positions {p}, d_model {d}, d_ff {f}, {l} layer{'s' if l > 1 else ''}"
+    if l > 1:
+        return Message("vocab {v}, positions {p}, d_model {d}, d_ff {f}, {l} layers", v=v, p=p, d=d, f=f, l=l)
+    return Message("vocab {v}, positions {p}, d_model {d}, d_ff {f}, {l} layer", v=v, p=p, d=d, f=f, l=l)
 
 
-def _explain(errors) -> str | None:
+def _explain(errors) -> Message | None:
     """The usual mistakes, alone or two together, whose errors match in every configuration."""
     def matches(mistakes):
         return all(sum(m.error(*case) for m in mistakes) == error for case, error in errors)
@@ -119,25 +122,30 @@ def _explain(errors) -> str | None:
                  if size == 1 or not group[0].parts & group[1].parts]
         found = [group for group in found if matches(group)]
         if found:
-            readings = [", and ".join(m.what for m in group) for group in found[:3]]
+            readings = [group[0].what if len(group) == 1 else
+                        Message("{first}, and {second}", first=group[0].what, second=group[1].what)
+                        for group in found[:3]]
             if len(readings) == 1:
-                return "the differences match, in every configuration, " + readings[0]
-            return ("the differences match, in every configuration, any of these (they cost the "
-                    "same): " + "; or ".join(readings))
+                return Message("the differences match, in every configuration, {reading}", reading=readings[0])
+            either = readings[0]
+            for reading in readings[1:]:
+                either = Message("{first}; or {second}", first=either, second=reading)
+            return Message("the differences match, in every configuration, any of these (they cost the "
+                           "same): {readings}", readings=either)
     return None
 
 
-def _fixed_size(counts) -> str | None:
+def _fixed_size(counts) -> Message | None:
     """A size used as a fixed number instead of the argument."""
     default = _CASES[0]
     for i, name in enumerate(_ARGS):
         fixed = [case[:i] + (default[i],) + case[i + 1:] for case, _ in counts]
         if all(_reference(*case) == got for case, (_, got) in zip(fixed, counts)):
-            return (f"your counts are those of {name} = {default[i]} in every configuration: "
-                    f"use the argument {name}, not a fixed {default[i]}")
+            return Message("your counts are those of {name} = {size} in every configuration: "
+                           "use the argument {name}, not a fixed {size}", name=name, size=default[i])
     twice = [case[:3] + (2 * case[2],) + case[4:] for case, _ in counts]
     if all(_reference(*case) == got for case, (_, got) in zip(twice, counts)):
-        return "your counts assume d_ff = 2 x d_model: use the argument d_ff"
+        return Message("your counts assume d_ff = 2 x d_model: use the argument d_ff")
     return None
 
 
@@ -154,29 +162,30 @@ def check_parameter_count(fn) -> bool:
         for case in _CASES:
             got = checker.call(fn, *case)
             if isinstance(got, bool) or not isinstance(got, Real) or not math.isfinite(got):
-                checker.expect(False, "", f"returned {got!r}, not a number"
-                                          + (": is the `return` missing?" if got is None else ""))
+                checker.expect(False, "", Message("returned None, not a number: is the `return` missing?")
+                               if got is None else Message("returned {got}, not a number", got=repr(got)))
                 return
             counts.append((case, got))
         errors = []
         for case, got in counts:
             right = _model_count(case)
             error = got - right
-            word = "short by" if error < 0 else "over by"
-            checker.expect(error == 0, f"{_describe(case)}: {right:,}",
-                           f"{_describe(case)}: you counted {got:,}, the model has {right:,} "
-                           f"({word} {abs(error):,})")
+            fields = dict(case=_describe(case), got=got, right=right, error=abs(error))
+            wrong = (Message("{case}: you counted {got:,}, the model has {right:,} (short by {error:,})", **fields)
+                     if error < 0 else
+                     Message("{case}: you counted {got:,}, the model has {right:,} (over by {error:,})", **fields))
+            checker.expect(error == 0, Message("{case}: {right:,}", case=_describe(case), right=right), wrong)
             errors.append((case, error))
         if checker.passed:
             return
         reason = _explain(errors) if errors[0][1] != 0 else None
         reason = reason or _fixed_size(counts)
         if reason is None:
-            reason = ("break the count into parts and compare each: token table V x D, position "
-                      "table P x D; a block: attention 4 x (D x D + D), FFN (D x Dff + Dff) + "
-                      "(Dff x D + D), two LayerNorms 2 x 2D; the final LayerNorm 2D; the head "
-                      "D x V + V")
-        checker.lines.append(f"  HINT  {reason}")
+            reason = Message("break the count into parts and compare each: token table V x D, position "
+                             "table P x D; a block: attention 4 x (D x D + D), FFN (D x Dff + Dff) + "
+                             "(Dff x D + D), two LayerNorms 2 x 2D; the final LayerNorm 2D; the head "
+                             "D x V + V")
+        checker.hint(reason)
 
     return run(TITLE, body)
 

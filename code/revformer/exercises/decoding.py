@@ -18,6 +18,7 @@ import torch.nn as nn
 from ..data import EOS, PROMPT_LEN, SEP, SEQ_LEN, encode, format_tokens
 from ..generate import generate
 from ..model import make_model
+from ..i18n import Message
 from . import run
 
 STEPS = SEQ_LEN + 1  # six digits and EOS
@@ -113,30 +114,32 @@ def _decode(model, prompts, position=-1, feed_back=True, keep_eos=True, teacher=
 def _check_output(c, out, rows: int) -> bool:
     """The shape and type every answer must have; says what is off."""
     if not isinstance(out, torch.Tensor):
-        return c.expect(False, "", f"return a torch.Tensor of token ids [B,7], got {type(out).__name__}")
+        return c.expect(False, "", Message("return a torch.Tensor of token ids [B,7], got {kind}",
+                                           kind=type(out).__name__))
     shape = list(out.shape)
     if out.dim() == 2 and out.size(0) == rows and out.size(1) == SEQ_LEN:
-        return c.expect(False, "", f"got shape {shape}: six tokens, but the answer has seven, six "
-                        "digits and EOS. Run the loop SEQ_LEN + 1 = 7 times: the 7th token is EOS, "
-                        "and sequence accuracy needs it")
+        return c.expect(False, "", Message("got shape {shape}: six tokens, but the answer has seven, six "
+                                           "digits and EOS. Run the loop SEQ_LEN + 1 = 7 times: the 7th token "
+                                           "is EOS, and sequence accuracy needs it", shape=shape))
     if out.dim() == 2 and out.size(0) == rows and out.size(1) == PROMPT_LEN + STEPS:
-        return c.expect(False, "", f"got shape {shape}: the prompt and the new tokens. Return only "
-                        "the seven new tokens, tokens[:, 8:]")
+        return c.expect(False, "", Message("got shape {shape}: the prompt and the new tokens. Return only "
+                                           "the seven new tokens, tokens[:, 8:]", shape=shape))
     if out.dim() != 2 or out.size(0) != rows or out.size(1) != STEPS:
-        return c.expect(False, "", f"expected shape [{rows},7] (one row a prompt, seven new tokens), "
-                        f"got {shape}")
+        return c.expect(False, "", Message("expected shape [{rows},7] (one row a prompt, seven new tokens), "
+                                           "got {shape}", rows=rows, shape=shape))
     if out.dtype.is_floating_point or out.dtype == torch.bool:
-        return c.expect(False, "", f"token ids must be integers (argmax gives torch.long), got {out.dtype}")
+        return c.expect(False, "", Message("token ids must be integers (argmax gives torch.long), got {dtype}",
+                                           dtype=out.dtype))
     return True
 
 
-def _diagnose(model, prompts, out, expected) -> str:
+def _diagnose(model, prompts, out, expected) -> Message:
     """Name the mistake whose output the reader's answer reproduces."""
     lengths = sorted({ids.size(1) for ids in model.seen})
     if lengths == [PROMPT_LEN]:
-        return ("every forward pass got the same 8-token prompt, so every step predicts the same "
-                "token: append each new token to the input before the next pass "
-                "(tokens = torch.cat([tokens, next_token[:, None]], dim=1))")
+        return Message("every forward pass got the same 8-token prompt, so every step predicts the same "
+                       "token: append each new token to the input before the next pass "
+                       "(tokens = torch.cat([tokens, next_token[:, None]], dim=1))")
     truth = prompts[:, 1:PROMPT_LEN - 1].flip(1)
     own_first = expected[1, 0]
     # Row 1 of the stand-in gets its first digit wrong: a pass that reads the
@@ -144,28 +147,29 @@ def _diagnose(model, prompts, out, expected) -> str:
     read_truth = any(ids.size(0) > 1 and ids.size(1) > PROMPT_LEN
                      and ids[1, PROMPT_LEN] == truth[1, 0] != own_first for ids in model.seen)
     if read_truth or torch.equal(out, _decode(model, prompts, teacher=True)):
-        return ("the input was fed the true answer (teacher forcing), not the model's own tokens: "
-                f"row 1 wrote {int(own_first)} first, but the next pass read the right digit "
-                f"{int(truth[1, 0])}. At test time the answer is not known: feed back what the model "
-                "generated")
+        return Message("the input was fed the true answer (teacher forcing), not the model's own tokens: "
+                       "row 1 wrote {own} first, but the next pass read the right digit "
+                       "{truth}. At test time the answer is not known: feed back what the model "
+                       "generated", own=int(own_first), truth=int(truth[1, 0]))
     mistakes = [
-        (dict(position=0), "you read logits[:, 0], the prediction of position 0 (BOS); the prediction "
-         "of the next token is at the last position, logits[:, -1]"),
-        (dict(position=-2), "you read logits[:, -2], one position too early: it predicts the token "
-         "you just appended. Read the last position, logits[:, -1]"),
-        (dict(position=PROMPT_LEN - 1), "you always read position 7 (SEP), which predicts only the "
-         "first answer digit, so every step repeats it. Read the last position, logits[:, -1], which "
-         "moves as the input grows"),
-        (dict(keep_eos=False), "after a row emits EOS it must keep emitting EOS; your rows write "
-         "digits again after EOS (row 2). Keep a `finished` flag per row and fill EOS where it is set"),
+        (dict(position=0), Message("you read logits[:, 0], the prediction of position 0 (BOS); the "
+                                   "prediction of the next token is at the last position, logits[:, -1]")),
+        (dict(position=-2), Message("you read logits[:, -2], one position too early: it predicts the token "
+                                    "you just appended. Read the last position, logits[:, -1]")),
+        (dict(position=PROMPT_LEN - 1), Message("you always read position 7 (SEP), which predicts only the "
+                                                "first answer digit, so every step repeats it. Read the last "
+                                                "position, logits[:, -1], which moves as the input grows")),
+        (dict(keep_eos=False), Message("after a row emits EOS it must keep emitting EOS; your rows write "
+                                       "digits again after EOS (row 2). Keep a `finished` flag per row and "
+                                       "fill EOS where it is set")),
     ]
     for options, message in mistakes:
         if torch.equal(out, _decode(model, prompts, **options)):
             return message
     row = next(i for i in range(out.size(0)) if not torch.equal(out[i], expected[i]))
     step = next(i for i in range(STEPS) if out[row, i] != expected[row, i])
-    return (f"row {row} differs from step {step} on: expected {format_tokens(expected[row])}, "
-            f"got {format_tokens(out[row])}")
+    return Message("row {row} differs from step {step} on: expected {expected}, got {got}", row=row,
+                   step=step, expected=format_tokens(expected[row]), got=format_tokens(out[row]))
 
 
 def check_greedy_decode(fn, model=None, prompts=None) -> bool:
@@ -186,20 +190,22 @@ def check_greedy_decode(fn, model=None, prompts=None) -> bool:
         if _check_output(c, out, scripted.size(0)):
             out = out.detach().cpu().long()
             right = torch.equal(out, expected)
-            c.expect(right, "scripted stand-in (a wrong digit fed back, an early EOS): "
-                     f"all {out.size(0)} rows equal revformer.generate.generate",
+            c.expect(right, Message("scripted stand-in (a wrong digit fed back, an early EOS): "
+                                    "all {rows} rows equal revformer.generate.generate", rows=out.size(0)),
                      "" if right else _diagnose(stand_in, scripted, out, expected))
-            c.expect(calls == STEPS, "seven forward passes, one per new token",
-                     f"{calls} forward pass{'' if calls == 1 else 'es'}: greedy decoding makes "
-                     "exactly seven, one per new token")
+            c.expect(calls == STEPS, Message("seven forward passes, one per new token"),
+                     Message("{calls} forward pass: greedy decoding makes exactly seven, one per new token",
+                             calls=calls) if calls == 1 else
+                     Message("{calls} forward passes: greedy decoding makes exactly seven, one per new token",
+                             calls=calls))
 
         generator = torch.Generator().manual_seed(9)
         random_prompts = _prompts(torch.randint(10, (8, SEQ_LEN), generator=generator).tolist())
-        cases = [("an untrained model", make_model(seed=7).eval(), random_prompts)]
+        cases = [(Message("an untrained model"), make_model(seed=7).eval(), random_prompts)]
         if model is not None:
             given = prompts if prompts is not None else _prompts(
                 torch.randint(10, (16, SEQ_LEN), generator=generator).tolist())
-            cases.append(("the trained model", model, given))
+            cases.append((Message("the trained model"), model, given))
         for name, real_model, real_prompts in cases:
             device = next(real_model.parameters()).device
             want = generate(real_model, real_prompts.to(device)).cpu()
@@ -208,9 +214,10 @@ def check_greedy_decode(fn, model=None, prompts=None) -> bool:
                 got = got.detach().cpu().long()
                 same = int((got == want).all(dim=1).sum())
                 c.expect(same == got.size(0),
-                         f"{name}: all {got.size(0)} rows equal revformer.generate.generate",
-                         f"{name}: {got.size(0) - same} of {got.size(0)} rows differ from "
-                         "revformer.generate.generate")
+                         Message("{name}: all {rows} rows equal revformer.generate.generate", name=name,
+                                 rows=got.size(0)),
+                         Message("{name}: {differ} of {rows} rows differ from revformer.generate.generate",
+                                 name=name, differ=got.size(0) - same, rows=got.size(0)))
 
     return run("check_greedy_decode", body)
 

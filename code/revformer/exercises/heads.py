@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from . import Checker, Unfinished, run
+from ..i18n import Message
+from . import Checker, Line, Unfinished, run
 
 TITLE = "check_split_merge"
 # (batch, positions, width, heads): T, H and Dh all differ in each case, so a
@@ -22,13 +23,13 @@ TITLE = "check_split_merge"
 _CASES = ((2, 5, 64, 4), (1, 3, 48, 8), (2, 5, 64, 1))
 
 _VIEW_ERROR = "view size is not compatible"
-_VIEW_HINT = ("  HINT  transpose(1, 2) does not move any number: it returns a view of the same "
-              "memory with two strides swapped, so the positions of one head are no longer "
-              "next to each other. view() never copies and needs that order, hence the error. "
-              "Call .contiguous() before .view(...), or use .reshape(...), which copies when "
-              "it has to")
-_SHAPE_HINT = ("  HINT  read B, T and D (or B, H, T and Dh) from x.shape and use num_heads; "
-               "a fixed 4, 16 or 64 breaks for other sizes")
+_VIEW_HINT = Message("transpose(1, 2) does not move any number: it returns a view of the same "
+                     "memory with two strides swapped, so the positions of one head are no longer "
+                     "next to each other. view() never copies and needs that order, hence the error. "
+                     "Call .contiguous() before .view(...), or use .reshape(...), which copies when "
+                     "it has to")
+_SHAPE_HINT = Message("read B, T and D (or B, H, T and Dh) from x.shape and use num_heads; "
+                      "a fixed 4, 16 or 64 breaks for other sizes")
 
 
 def _coded(batch: int, length: int, width: int) -> torch.Tensor:
@@ -39,9 +40,10 @@ def _coded(batch: int, length: int, width: int) -> torch.Tensor:
     return (1000 * b + 100 * t + d).float()
 
 
-def _name(value: float) -> str:
+def _name(value: float) -> Message:
     value = int(value)
-    return f"feature {value % 100} of position {(value % 1000) // 100}"
+    return Message("feature {feature} of position {position}", feature=value % 100,
+                   position=(value % 1000) // 100)
 
 
 def _reference_split(x: torch.Tensor, heads: int) -> torch.Tensor:
@@ -65,62 +67,70 @@ def _attempt(checker: Checker, fn, *args):
         return checker.call(fn, *args)
     except Unfinished:
         last = checker.lines[-1]
-        if last.startswith("  TODO"):
-            name = getattr(fn, "__name__", "the function")
-            checker.lines[-1] = last.replace("the function", name)
+        if last.marker == "TODO" and hasattr(fn, "__name__"):
+            checker.lines[-1] = Line("TODO", Message("{name} still raises NotImplementedError: fill it in.",
+                                                     name=fn.__name__))
         elif _VIEW_ERROR in last:
-            checker.lines.append(_VIEW_HINT)
-        elif "ERROR" in last:
-            checker.lines.append(_SHAPE_HINT)
+            checker.hint(_VIEW_HINT)
+        elif last.marker == "ERROR":
+            checker.hint(_SHAPE_HINT)
         raise
 
 
-def _fail(checker: Checker, message: str) -> bool:
+def _fail(checker: Checker, message: Message) -> bool:
     return checker.expect(False, "", message)
 
 
 def _is_tensor(checker: Checker, got, what: str) -> bool:
     if isinstance(got, torch.Tensor):
         return True
-    return _fail(checker, f"{what} returned {type(got).__name__}, not a tensor"
-                          + (": is the `return` missing?" if got is None else ""))
+    if got is None:
+        return _fail(checker, Message("{what} returned {kind}, not a tensor: is the `return` missing?",
+                                      what=what, kind=type(got).__name__))
+    return _fail(checker, Message("{what} returned {kind}, not a tensor", what=what, kind=type(got).__name__))
 
 
 def _check_split(checker: Checker, split_fn, case) -> bool:
     b, t, d, h = case
     dh = d // h
     x = _coded(b, t, d)
-    where = f"split of [B,T,D] {[b, t, d]} into {h} head{'s' if h > 1 else ''}"
+    where = (Message("split of [B,T,D] {shape} into {h} heads", shape=[b, t, d], h=h) if h > 1
+             else Message("split of [B,T,D] {shape} into {h} head", shape=[b, t, d], h=h))
     got = _attempt(checker, split_fn, x.clone(), h)
     if not _is_tensor(checker, got, "split"):
         return False
     shape = list(got.shape)
     if shape == [b, t, h, dh] and h > 1:
-        return _fail(checker, f"{where}: got [B,T,H,Dh] = {shape}, the transpose is missing. "
-                          "Move the heads before the positions, .transpose(1, 2), so that "
-                          "each head holds one [T,Dh] matrix for q @ k^T")
+        return _fail(checker, Message("{where}: got [B,T,H,Dh] = {shape}, the transpose is missing. "
+                                      "Move the heads before the positions, .transpose(1, 2), so that "
+                                      "each head holds one [T,Dh] matrix for q @ k^T", where=where, shape=shape))
     if shape != [b, h, t, dh]:
-        return _fail(checker, f"{where}: expected [B,H,T,Dh] = {[b, h, t, dh]}, got {shape}"
-                              + (" (use num_heads, not a fixed 4)" if h != 4 else ""))
+        if h != 4:
+            return _fail(checker, Message("{where}: expected [B,H,T,Dh] = {expected}, got {shape} (use "
+                                          "num_heads, not a fixed 4)", where=where, expected=[b, h, t, dh],
+                                          shape=shape))
+        return _fail(checker, Message("{where}: expected [B,H,T,Dh] = {expected}, got {shape}", where=where,
+                                      expected=[b, h, t, dh], shape=shape))
     got = got.detach().float()
     expected = _reference_split(x, h)
     if torch.equal(got, expected):
-        return checker.expect(True, f"{where}: {shape}, head h holds features "
-                                    f"{dh}h to {dh}h+{dh - 1}", "")
+        return checker.expect(True, Message("{where}: {shape}, head h holds features {dh}h to {dh}h+{last}",
+                                            where=where, shape=shape, dh=dh, last=dh - 1), "")
     if torch.equal(got, x.reshape(b, h, t, dh)):
-        return _fail(checker, (
-            f"{where}: the shape is right but positions are mixed: x was reshaped straight to "
-            f"[B,H,T,Dh], which cuts the numbers in memory order. Your head 0, position 1 starts "
-            f"with {_name(got[0, 0, 1, 0])}, not feature 0 of position 1. Reshape to [B,T,H,Dh] "
-            "first, then transpose(1, 2)"))
+        return _fail(checker, Message(
+            "{where}: the shape is right but positions are mixed: x was reshaped straight to "
+            "[B,H,T,Dh], which cuts the numbers in memory order. Your head 0, position 1 starts "
+            "with {name}, not feature 0 of position 1. Reshape to [B,T,H,Dh] "
+            "first, then transpose(1, 2)", where=where, name=_name(got[0, 0, 1, 0])))
     if torch.equal(got, x.view(b, t, dh, h).permute(0, 3, 1, 2)):
-        return _fail(checker, (
-            f"{where}: the features are dealt out in turn (head 0 gets features 0, {h}, {2 * h}, ...): "
-            f"x was viewed as [B,T,Dh,H]. Each head takes one block of {dh} neighbouring "
-            f"features: view as [B,T,H,Dh], head 0 is features 0-{dh - 1}"))
+        return _fail(checker, Message(
+            "{where}: the features are dealt out in turn (head 0 gets features 0, {h}, {h2}, ...): "
+            "x was viewed as [B,T,Dh,H]. Each head takes one block of {dh} neighbouring "
+            "features: view as [B,T,H,Dh], head 0 is features 0-{last}", where=where, h=h, h2=2 * h, dh=dh,
+            last=dh - 1))
     index, have, want = _first_difference(got, expected)
-    return _fail(checker, f"{where}: at [b,h,t,i] = {list(index)} you have {_name(have)}; "
-                          f"it should be {_name(want)}")
+    return _fail(checker, Message("{where}: at [b,h,t,i] = {index} you have {have}; it should be {want}",
+                                  where=where, index=list(index), have=_name(have), want=_name(want)))
 
 
 def _check_merge(checker: Checker, merge_fn, case) -> bool:
@@ -128,7 +138,7 @@ def _check_merge(checker: Checker, merge_fn, case) -> bool:
     dh = d // h
     x = _coded(b, t, d)
     heads = _reference_split(x, h).contiguous()  # [B,H,T,Dh], laid out as weights @ v makes it
-    where = f"merge of [B,H,T,Dh] {[b, h, t, dh]}"
+    where = Message("merge of [B,H,T,Dh] {shape}", shape=[b, h, t, dh])
     got = _attempt(checker, merge_fn, heads.clone())
     if not _is_tensor(checker, got, "merge"):
         return False
@@ -136,36 +146,41 @@ def _check_merge(checker: Checker, merge_fn, case) -> bool:
     got = got.detach().float()
     if shape == [b, t, dh] and h > 1:
         if torch.allclose(got, heads.mean(1)):
-            how = "averaged the heads (mean over dim 1)"
+            how = Message("you averaged the heads (mean over dim 1)")
         elif torch.allclose(got, heads.sum(1)):
-            how = "summed the heads (sum over dim 1)"
+            how = Message("you summed the heads (sum over dim 1)")
         else:
-            how = "combined the heads into one"
-        return _fail(checker, (
-            f"{where}: got {shape}, {dh} features a position instead of {d}: you {how}. The {h} "
-            f"heads' outputs become one {dh}-wide vector and nothing says which head said what; "
-            f"concatenate them side by side into [B,T,{d}] so that out_proj can weigh each head "
-            "with its own columns"))
+            how = Message("you combined the heads into one")
+        return _fail(checker, Message(
+            "{where}: got {shape}, {dh} features a position instead of {d}: {how}. The {h} "
+            "heads' outputs become one {dh}-wide vector and nothing says which head said what; "
+            "concatenate them side by side into [B,T,{d}] so that out_proj can weigh each head "
+            "with its own columns", where=where, shape=shape, dh=dh, d=d, how=how, h=h))
     if shape == [b, t, h, dh] and h > 1:
-        return _fail(checker, f"{where}: got [B,T,H,Dh] = {shape}: after the transpose, "
-                          f"reshape to [B,T,{d}] to put the heads side by side")
+        return _fail(checker, Message("{where}: got [B,T,H,Dh] = {shape}: after the transpose, "
+                                      "reshape to [B,T,{d}] to put the heads side by side", where=where,
+                                      shape=shape, d=d))
     if shape != [b, t, d]:
-        return _fail(checker, f"{where}: expected [B,T,D] = {[b, t, d]}, got {shape}")
+        return _fail(checker, Message("{where}: expected [B,T,D] = {expected}, got {shape}", where=where,
+                                      expected=[b, t, d], shape=shape))
     if torch.equal(got, x):
-        return checker.expect(True, f"{where}: {shape}, undoes the split exactly", "")
+        return checker.expect(True, Message("{where}: {shape}, undoes the split exactly", where=where,
+                                            shape=shape), "")
     if torch.equal(got, heads.reshape(b, t, d)):
-        return _fail(checker, (
-            f"{where}: the shape is right but merge does not undo split: [B,H,T,Dh] was reshaped "
-            f"straight to [B,T,D], so your position 1 starts with {_name(got[0, 1, 0])}, "
-            "not feature 0 of position 1. Transpose back to [B,T,H,Dh] first, then reshape"))
+        return _fail(checker, Message(
+            "{where}: the shape is right but merge does not undo split: [B,H,T,Dh] was reshaped "
+            "straight to [B,T,D], so your position 1 starts with {name}, "
+            "not feature 0 of position 1. Transpose back to [B,T,H,Dh] first, then reshape", where=where,
+            name=_name(got[0, 1, 0])))
     if torch.equal(got, heads.permute(0, 2, 3, 1).reshape(b, t, d)):
-        return _fail(checker, (
-            f"{where}: the heads' features are interleaved (feature 1 of your output is feature 0 "
-            f"of head 1): the heads were moved last, [B,T,Dh,H]. Use [B,T,H,Dh] before the "
-            f"reshape, so that head 0 fills features 0-{dh - 1}"))
+        return _fail(checker, Message(
+            "{where}: the heads' features are interleaved (feature 1 of your output is feature 0 "
+            "of head 1): the heads were moved last, [B,T,Dh,H]. Use [B,T,H,Dh] before the "
+            "reshape, so that head 0 fills features 0-{last}", where=where, last=dh - 1))
     index, have, want = _first_difference(got, x)
-    return _fail(checker, f"{where}: at [b,t,d] = {list(index)} you have {_name(have)}; "
-                          f"it should be {_name(want)}: merge must undo split")
+    return _fail(checker, Message("{where}: at [b,t,d] = {index} you have {have}; it should be {want}: "
+                                  "merge must undo split", where=where, index=list(index), have=_name(have),
+                                  want=_name(want)))
 
 
 def check_split_merge(split_fn, merge_fn) -> bool:
@@ -187,8 +202,8 @@ def check_split_merge(split_fn, merge_fn) -> bool:
         if checker.passed:
             x = _coded(2, 5, 64)
             back = checker.call(merge_fn, checker.call(split_fn, x.clone(), 4))
-            checker.expect(torch.equal(back.detach().float(), x), "merge(split(x)) gives x back",
-                           "merge(split(x)) does not give x back")
+            checker.expect(torch.equal(back.detach().float(), x), Message("merge(split(x)) gives x back"),
+                           Message("merge(split(x)) does not give x back"))
 
     return run(TITLE, body)
 

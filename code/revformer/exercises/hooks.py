@@ -24,6 +24,7 @@ import torch
 from ..data import encode
 from ..interventions import head_outputs, replaced_heads, zeroed_heads
 from ..model import make_model
+from ..i18n import Message
 from . import expect, run
 
 _TITLE = "check_mean_ablation"
@@ -112,35 +113,38 @@ def _mistakes(model, ids, layer, head, mean):
         every_head = _logits(model, ids)
     found = [
         (_logits(model, ids),
-         "the logits are the model's own: your hook changed nothing. A pre-hook must return the new "
-         "input as a tuple, (new_x,), or PyTorch keeps the old one; and it must be registered on "
-         "model.blocks[layer].attention.out_proj before the forward pass runs"),
+         Message("the logits are the model's own: your hook changed nothing. A pre-hook must return the new "
+                 "input as a tuple, (new_x,), or PyTorch keeps the old one; and it must be registered on "
+                 "model.blocks[layer].attention.out_proj before the forward pass runs")),
         (every_head,
-         f"you replaced every head of layer {layer}, not only head {head}: out_proj reads [B,T,D], the "
-         f"{heads} heads side by side. Change only head {head}'s columns, {lo} to {hi - 1} "
-         f"(head * Dh to (head + 1) * Dh), or heads[:, {head}] after split_heads"),
+         Message("you replaced every head of layer {layer}, not only head {head}: out_proj reads [B,T,D], the "
+                 "{heads} heads side by side. Change only head {head}'s columns, {lo} to {hi} "
+                 "(head * Dh to (head + 1) * Dh), or heads[:, {head}] after split_heads", layer=layer,
+                 head=head, heads=heads, lo=lo, hi=hi - 1)),
         (zeroed,
-         f"you handed on zeros, not the mean: that is zeroed_heads (zero ablation), which also removes "
-         f"the head's average output. Put `mean` into head {head}'s columns"),
+         Message("you handed on zeros, not the mean: that is zeroed_heads (zero ablation), which also removes "
+                 "the head's average output. Put `mean` into head {head}'s columns", head=head)),
         (_with_output_hook(model, ids, layer, columns(lo, hi)),
-         "you changed what out_proj returns, not what it reads: after the projection the heads are "
-         "mixed, and columns no longer belong to one head. Use register_forward_pre_hook, whose "
-         "args[0] is the heads' outputs side by side"),
+         Message("you changed what out_proj returns, not what it reads: after the projection the heads are "
+                 "mixed, and columns no longer belong to one head. Use register_forward_pre_hook, whose "
+                 "args[0] is the heads' outputs side by side")),
         (_with_pre_hook(model, ids, layer, no_transpose),
-         "you read [B,T,D] as [B,H,T,Dh] with view, without the transpose: the heads sit side by side "
-         f"on the last axis, [B,T,H,Dh]. Use x.view(B, T, H, Dh)[:, :, {head}] or split_heads, which "
-         "transposes"),
+         Message("you read [B,T,D] as [B,H,T,Dh] with view, without the transpose: the heads sit side by side "
+                 "on the last axis, [B,T,H,Dh]. Use x.view(B, T, H, Dh)[:, :, {head}] or split_heads, which "
+                 "transposes", head=head)),
     ]
     if head:
         found.append((_with_pre_hook(model, ids, layer, columns(head, head + dh)),
-                      f"you replaced columns {head} to {head + dh - 1}: head {head}'s output is columns "
-                      f"{lo} to {hi - 1}, head * Dh to (head + 1) * Dh"))
+                      Message("you replaced columns {head} to {last}: head {head}'s output is columns "
+                              "{lo} to {hi}, head * Dh to (head + 1) * Dh", head=head, last=head + dh - 1,
+                              lo=lo, hi=hi - 1)))
     if len(model.blocks) > 1:
         other = 1 - layer if len(model.blocks) == 2 else (layer + 1) % len(model.blocks)
         with torch.no_grad(), replaced_heads(model, {(other, head): mean}):
             found.append((_logits(model, ids),
-                          f"you changed head {head} of layer {other}, not of layer {layer}: hook "
-                          f"model.blocks[{layer}].attention.out_proj"))
+                          Message("you changed head {head} of layer {other}, not of layer {layer}: hook "
+                                  "model.blocks[{layer}].attention.out_proj", head=head, other=other,
+                                  layer=layer)))
     return found
 
 
@@ -163,27 +167,39 @@ def _check_case(c, fn, case) -> bool:
             with torch.no_grad():
                 for p, saved in zip(model.parameters(), params):
                     p.copy_(saved)
-    label = f"{name}, layer {layer} head {head}"
+    label = Message("{name}, layer {layer} head {head}", name=name, layer=layer, head=head)
     if changed:
-        return _expect(c, False, "", f"{label}: your function changed the model's weights. An intervention "
-                       "changes the forward pass only (a hook); the weights stay as trained")
+        return _expect(c, False, "", Message("{label}: your function changed the model's weights. An "
+                                             "intervention changes the forward pass only (a hook); the "
+                                             "weights stay as trained", label=label))
     if isinstance(out, tuple):
-        return _expect(c, False, "", "you returned a tuple: model(ids) returns (logits, weights); return "
-                       "the logits only, [B,T,13]")
+        return _expect(c, False, "", Message("you returned a tuple: model(ids) returns (logits, weights); "
+                                             "return the logits only, [B,T,13]"))
     if not isinstance(out, torch.Tensor):
-        return _expect(c, False, "", f"return the logits as a torch.Tensor [B,T,13], got {type(out).__name__}")
+        return _expect(c, False, "", Message("return the logits as a torch.Tensor [B,T,13], got {kind}",
+                                             kind=type(out).__name__))
     if out.shape != want.shape:
-        return _expect(c, False, "", f"expected logits of shape {list(want.shape)}, got {list(out.shape)}")
+        return _expect(c, False, "", Message("expected logits of shape {want}, got {got}",
+                                             want=list(want.shape), got=list(out.shape)))
     out = out.detach().to(want.device, want.dtype)
     if not _close(out, want):
         wrong = next((text for logits, text in _mistakes(model, ids, layer, head, mean) if _close(out, logits)),
-                     f"the logits differ from replaced_heads' by up to {(out - want).abs().max().item():.3g}")
-        return _expect(c, False, "", f"{label}: {wrong}")
-    return _expect(c, left == 0, f"{label}: the same logits as replaced_heads, and no hook left behind",
-                   f"{label}: the logits are right, but {left} hook{'s are' if left > 1 else ' is'} still "
-                   "registered after your function returned, so the model stays changed for every later "
-                   "call (the checker took it off). Keep the handle that register_forward_pre_hook returns "
-                   "and call handle.remove() in a finally: block")
+                     Message("the logits differ from replaced_heads' by up to {gap:.3g}",
+                             gap=(out - want).abs().max().item()))
+        return _expect(c, False, "", Message("{where}: {problem}", where=label, problem=wrong))
+    if left == 1:
+        left_behind = Message("{label}: the logits are right, but {left} hook is still registered after your "
+                              "function returned, so the model stays changed for every later call (the checker "
+                              "took it off). Keep the handle that register_forward_pre_hook returns and call "
+                              "handle.remove() in a finally: block", label=label, left=left)
+    else:
+        left_behind = Message("{label}: the logits are right, but {left} hooks are still registered after your "
+                              "function returned, so the model stays changed for every later call (the checker "
+                              "took it off). Keep the handle that register_forward_pre_hook returns and call "
+                              "handle.remove() in a finally: block", label=label, left=left)
+    return _expect(c, left == 0, Message("{label}: the same logits as replaced_heads, and no hook left behind",
+                                         label=label),
+                   left_behind)
 
 
 def _cases(model=None, ids=None):
@@ -192,15 +208,15 @@ def _cases(model=None, ids=None):
     generator = torch.Generator().manual_seed(10)
     small = _inputs(8, seed=3)
     cases = [
-        ("untrained model, a made-up [T,Dh] vector", untrained, small, 1, 2,
+        (Message("untrained model, a made-up [T,Dh] vector"), untrained, small, 1, 2,
          torch.randn(small.size(1), dh, generator=generator)),
-        ("untrained model, a made-up [Dh] vector", untrained, small, 0, 3, torch.randn(dh, generator=generator)),
+        (Message("untrained model, a made-up [Dh] vector"), untrained, small, 0, 3, torch.randn(dh, generator=generator)),
     ]
     if model is not None:
         device = _device(model)
         ids = (ids if ids is not None else _inputs(32, seed=4)).to(device)
         outputs = head_outputs(model, ids)  # per layer [B,H,T,Dh]
-        cases.append(("trained model, its mean [T,Dh] over these ids", model, ids, 0, 1,
+        cases.append((Message("trained model, its mean [T,Dh] over these ids"), model, ids, 0, 1,
                       outputs[0][:, 1].mean(dim=0)))  # [T,Dh]
     return cases
 

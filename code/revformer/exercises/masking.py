@@ -12,15 +12,12 @@ from __future__ import annotations
 import torch
 
 from ..attention import causal_mask
-from . import Checker, Unfinished, expect, fold, run_cases
+from ..i18n import Message
+from . import Checker, Unfinished, expect, not_a_tensor, run_cases
 
 _TITLE = "check_masked_weights"
 _CASES = ((2, 3, 5), (1, 4, 14))  # (batch, heads, positions)
 _TOL = dict(atol=1e-5, rtol=1e-4)
-
-
-def _wrap(text: str) -> str:
-    return fold(text, width=72)
 
 
 def _expect(checker: Checker, condition, good: str, bad: str) -> bool:
@@ -40,31 +37,33 @@ def _variants(scores):
     past = torch.ones(t, t, dtype=torch.bool).tril(-1)
     inf = float("-inf")
     plain = torch.softmax(scores, dim=-1)
-    diagonal_too = ("the diagonal was masked too: a query may read its own position (key i for "
-                    "query i), so mask only j > i, triu(diagonal=1). With the diagonal masked, "
-                    "query 0 has no key left to read")
-    after = ("the future weights are 0 but the rows no longer sum to 1: the mask was applied "
-             "after the softmax. Fill the future scores with -inf before the softmax")
+    diagonal_too = Message("the diagonal was masked too: a query may read its own position (key i for "
+                           "query i), so mask only j > i, triu(diagonal=1). With the diagonal masked, "
+                           "query 0 has no key left to read")
+    after = Message("the future weights are 0 but the rows no longer sum to 1: the mask was applied "
+                    "after the softmax. Fill the future scores with -inf before the softmax")
+    after_inf = Message("the future weights are -inf and the rows no longer sum to 1: the mask was "
+                        "applied after the softmax. Fill the future scores with -inf before the softmax")
     return (
         (plain.masked_fill(future, 0.0), after),
-        (plain.masked_fill(future, inf), after.replace("are 0 but", "are -inf and")),
+        (plain.masked_fill(future, inf), after_inf),
         (torch.softmax(scores.masked_fill(with_diagonal, inf), dim=-1), diagonal_too),
         (torch.softmax(scores.masked_fill(with_diagonal, -1e9), dim=-1), diagonal_too),
         (torch.softmax(scores.masked_fill(past, inf), dim=-1),
-         "the future keys got weight and the past none: the lower triangle was masked instead "
-         "of the upper one. The mask must be True above the diagonal, triu(diagonal=1)"),
+         Message("the future keys got weight and the past none: the lower triangle was masked instead "
+                 "of the upper one. The mask must be True above the diagonal, triu(diagonal=1)")),
         (plain,
-         "the future keys got weight: no mask was applied. Fill the scores above the diagonal "
-         "with -inf before the softmax"),
+         Message("the future keys got weight: no mask was applied. Fill the scores above the diagonal "
+                 "with -inf before the softmax")),
         (torch.softmax(scores.masked_fill(future, 0.0), dim=-1),
-         "the future keys got weight: the masked scores were set to 0, an ordinary score. "
-         "Set them to -inf so that exp(-inf) = 0"),
+         Message("the future keys got weight: the masked scores were set to 0, an ordinary score. "
+                 "Set them to -inf so that exp(-inf) = 0")),
         (scores.masked_fill(future, inf),
-         "the softmax is missing: these are still scores, -inf above the diagonal. Apply "
-         "torch.softmax(..., dim=-1) after the mask"),
+         Message("the softmax is missing: these are still scores, -inf above the diagonal. Apply "
+                 "torch.softmax(..., dim=-1) after the mask")),
         (torch.softmax(scores.masked_fill(future, inf), dim=-2),
-         "the softmax ran over the queries (dim -2): the columns sum to 1, not the rows. "
-         "Use dim=-1, the keys"),
+         Message("the softmax ran over the queries (dim -2): the columns sum to 1, not the rows. "
+                 "Use dim=-1, the keys")),
     )
 
 
@@ -76,43 +75,44 @@ def _check_case(checker: Checker, fn, shape, seed) -> bool:
     try:
         got = checker.call(fn, scores_in)
     except Unfinished:
-        if "ERROR" in checker.lines[-1]:
-            checker.lines.append(_wrap(f"  HINT  if the mask has a fixed size, build it from the "
-                                       f"scores' own length, scores.size(-1) (here {t}), "
-                                       "not a fixed 14"))
+        if checker.lines[-1].marker == "ERROR":
+            checker.hint(Message("if the mask has a fixed size, build it from the scores' own length, "
+                                 "scores.size(-1) (here {t}), not a fixed 14", t=t), width=72)
         raise
-    where = f"scores {[b, h, t, t]}"
+    where = Message("scores {shape}", shape=[b, h, t, t])
     if not isinstance(got, torch.Tensor):
-        return _expect(checker, False, "", f"returned {type(got).__name__}, not a tensor"
-                              + (": is the `return` missing?" if got is None else ""))
+        return _expect(checker, False, "", not_a_tensor(got))
     if not torch.equal(scores_in, scores):
-        return _expect(checker, False, "", "the scores were changed in place (masked_fill_ with an "
-                                         "underscore): use masked_fill, which returns a new tensor")
-    if not _expect(checker, list(got.shape) == [b, h, t, t], f"{where} -> weights of the same shape",
-                          f"{where}: got shape {list(got.shape)}; return one weight per score"):
+        return _expect(checker, False, "", Message("the scores were changed in place (masked_fill_ with an "
+                                                   "underscore): use masked_fill, which returns a new tensor"))
+    if not _expect(checker, list(got.shape) == [b, h, t, t],
+                   Message("{where} -> weights of the same shape", where=where),
+                   Message("{where}: got shape {shape}; return one weight per score", where=where,
+                           shape=list(got.shape))):
         return False
     got = got.detach().to("cpu", torch.float32)
     expected = _reference(scores)
     if torch.allclose(got, expected, **_TOL):
-        return _expect(checker, True, "the future gets 0, the past and the diagonal keep "
-                                    "weight, rows sum to 1", "")
+        return _expect(checker, True, Message("the future gets 0, the past and the diagonal keep "
+                                              "weight, rows sum to 1"), "")
     for weights, meaning in _variants(scores):
         if torch.allclose(got, weights, equal_nan=True, **_TOL):
-            return _expect(checker, False, "", f"{where}: {meaning}")
+            return _expect(checker, False, "", Message("{where}: {problem}", where=where, problem=meaning))
     if not torch.isfinite(got).all():
-        return _expect(checker, False, "", f"{where}: some weights are NaN or infinite: is the softmax "
-                                         "missing after the mask, or does a row have no key left?")
+        return _expect(checker, False, "", Message("{where}: some weights are NaN or infinite: is the "
+                                                   "softmax missing after the mask, or does a row have no "
+                                                   "key left?", where=where))
     future = causal_mask(t)
     if got[..., future].abs().max() > 1e-6:
-        return _expect(checker, False, "", f"{where}: the future keys (j > i) got weight: the mask "
-                                         "must cover every score above the diagonal")
+        return _expect(checker, False, "", Message("{where}: the future keys (j > i) got weight: the mask "
+                                                   "must cover every score above the diagonal", where=where))
     if not torch.allclose(got.sum(-1), torch.ones(()), atol=1e-4):
-        return _expect(checker, False, "", f"{where}: the rows do not sum to 1: mask with -inf first, "
-                                         "then softmax along the keys (dim=-1)")
+        return _expect(checker, False, "", Message("{where}: the rows do not sum to 1: mask with -inf "
+                                                   "first, then softmax along the keys (dim=-1)", where=where))
     gap = (got - expected).abs().max().item()
-    return _expect(checker, False, "", f"{where}: the rows sum to 1 and the future is 0, but the "
-                                     f"weights differ from the reference by up to {gap:.3g}: "
-                                     "were the scores changed before masking?")
+    return _expect(checker, False, "", Message("{where}: the rows sum to 1 and the future is 0, but the "
+                                               "weights differ from the reference by up to {gap:.3g}: "
+                                               "were the scores changed before masking?", where=where, gap=gap))
 
 
 def check_masked_weights(fn) -> bool:

@@ -29,6 +29,7 @@ import torch.nn as nn
 from ..analysis import change_future_answers, prefix_logit_change
 from ..data import PROMPT_LEN, encode
 from ..model import make_model
+from ..i18n import Message
 from . import expect, run
 
 _TITLE = "check_prefix_logit_change"
@@ -94,29 +95,30 @@ def _mistakes(model, inputs, causal):
     na, nb = _pair(model, inputs, causal, use_causal=False)
     return [
         (largest(a - b),
-         "you compared all 14 positions: positions 8-13 read the changed answer digits and change "
-         "with any mask. The test compares the prefix only, positions 0-7: logits[:, :8]"),
+         Message("you compared all 14 positions: positions 8-13 read the changed answer digits and change "
+                 "with any mask. The test compares the prefix only, positions 0-7: logits[:, :8]")),
         (largest(a[:, :p + 1] - b[:, :p + 1]),
-         "you compared positions 0-8: position 8 holds a changed answer digit itself, so its logits "
-         "change with any mask. The prefix is positions 0-7, logits[:, :8]"),
+         Message("you compared positions 0-8: position 8 holds a changed answer digit itself, so its logits "
+                 "change with any mask. The prefix is positions 0-7, logits[:, :8]")),
         (largest(a[:, :p - 1] - b[:, :p - 1]),
-         "you compared positions 0-6 only: position 7 (SEP) is part of the prefix, and it is the one "
-         "that predicts the first answer digit. Use logits[:, :8]"),
+         Message("you compared positions 0-6 only: position 7 (SEP) is part of the prefix, and it is the one "
+                 "that predicts the first answer digit. Use logits[:, :8]")),
         (largest(na[:, :p] - nb[:, :p]),
-         f"you did not pass causal={causal} to the model: it ran with each layer's own setting, so "
-         "the mask you were asked to test was never switched. Call model(x, causal=causal)"),
+         Message("you did not pass causal={causal} to the model: it ran with each layer's own setting, so "
+                 "the mask you were asked to test was never switched. Call model(x, causal=causal)",
+                 causal=causal)),
         (largest(a[:, :p].softmax(-1) - b[:, :p].softmax(-1)),
-         "you compared probabilities (after softmax), not logits: the test measures the raw scores, "
-         "and a softmax hides a change that moves every logit of a row alike"),
+         Message("you compared probabilities (after softmax), not logits: the test measures the raw scores, "
+                 "and a softmax hides a change that moves every logit of a row alike")),
         (float((a[:, :p] - b[:, :p]).max()),
-         "you took the largest signed difference: a logit can move down as well as up. Take the "
-         "absolute value first, (a - b).abs().max()"),
+         Message("you took the largest signed difference: a logit can move down as well as up. Take the "
+                 "absolute value first, (a - b).abs().max()")),
         (float((a[:, :p] - b[:, :p]).abs().mean()),
-         "you averaged the changes: the test reports the largest one, .abs().max(), since one leaking "
-         "logit is enough to show a path from the future"),
+         Message("you averaged the changes: the test reports the largest one, .abs().max(), since one leaking "
+                 "logit is enough to show a path from the future")),
         (0.0,
-         "your result is 0 where the future does reach the prefix: both passes read the same input. "
-         "Run the model on inputs and on change_future_answers(inputs), and compare the two"),
+         Message("your result is 0 where the future does reach the prefix: both passes read the same input. "
+                 "Run the model on inputs and on change_future_answers(inputs), and compare the two")),
     ]
 
 
@@ -129,26 +131,28 @@ def _check_case(c, fn, case) -> bool:
     want = prefix_logit_change(model, inputs, causal=causal)
     kept = inputs.clone()
     got = c.call(fn, model, inputs, causal)
-    label = f"{name}, causal={causal}"
+    label = Message("{name}, causal={causal}", name=name, causal=causal)
     if not torch.equal(inputs, kept):
         inputs.copy_(kept)
-        return _expect(c, False, "", f"{label}: your function changed the caller's inputs in place "
-                       "(the checker put them back). Change a copy: change_future_answers(inputs) "
-                       "returns a new tensor")
+        return _expect(c, False, "", Message("{label}: your function changed the caller's inputs in place "
+                                             "(the checker put them back). Change a copy: "
+                                             "change_future_answers(inputs) returns a new tensor", label=label))
     if isinstance(got, torch.Tensor) and got.numel() == 1:
         got = got.item()
     if isinstance(got, bool) or not isinstance(got, numbers.Real) or not math.isfinite(got):
-        what = (f"a tensor of shape {list(got.shape)}" if isinstance(got, torch.Tensor)
-                else f"{got!r}" if isinstance(got, numbers.Real) else f"a {type(got).__name__}")
-        return _expect(c, False, "", f"{label}: return the largest change as one float, "
-                       f"(a - b).abs().max().item(); got {what}")
+        what = (Message("a tensor of shape {shape}", shape=list(got.shape)) if isinstance(got, torch.Tensor)
+                else repr(got) if isinstance(got, numbers.Real) else Message("a {kind}", kind=type(got).__name__))
+        return _expect(c, False, "", Message("{label}: return the largest change as one float, "
+                                             "(a - b).abs().max().item(); got {what}", label=label, what=what))
     got = float(got)
     if _close(got, want):
-        return _expect(c, True, f"{label}: {got:.6g}, as prefix_logit_change", "")
-    wrong = next((text for value, text in _mistakes(model, inputs, causal) if _close(got, value)),
-                 f"expected {want:.6g}, got {got:.6g}")
-    return _expect(c, False, "", f"{label}: {wrong} (expected {want:.6g}, got {got:.6g})"
-                   if not wrong.startswith("expected") else f"{label}: {wrong}")
+        return _expect(c, True, Message("{label}: {got:.6g}, as prefix_logit_change", label=label, got=got), "")
+    wrong = next((text for value, text in _mistakes(model, inputs, causal) if _close(got, value)), None)
+    if wrong is None:
+        return _expect(c, False, "", Message("{label}: expected {want:.6g}, got {got:.6g}", label=label,
+                                             want=want, got=got))
+    return _expect(c, False, "", Message("{label}: {wrong} (expected {want:.6g}, got {got:.6g})", label=label,
+                                         wrong=wrong, want=want, got=got))
 
 
 def _cases(model=None, inputs=None):
@@ -156,13 +160,14 @@ def _cases(model=None, inputs=None):
     half_masked = copy.deepcopy(untrained)
     half_masked.blocks[-1].attention.causal = False  # the last layer without its mask
     small = _inputs(16, seed=6)
-    cases = [("untrained model", untrained, small, True),
-             ("untrained model, last layer unmasked", half_masked, small, None),
-             ("untrained model", untrained, small, False),
-             ("a stand-in whose one leak reaches position 7", _LeakAtSep(), _last_digit_zero(8, seed=7), False)]
+    cases = [(Message("untrained model"), untrained, small, True),
+             (Message("untrained model, last layer unmasked"), half_masked, small, None),
+             (Message("untrained model"), untrained, small, False),
+             (Message("a stand-in whose one leak reaches position 7"), _LeakAtSep(), _last_digit_zero(8, seed=7),
+              False)]
     if model is not None:
         given = inputs if inputs is not None else _inputs(64, seed=8)
-        cases += [("trained model", model, given, True), ("trained model", model, given, False)]
+        cases += [(Message("trained model"), model, given, True), (Message("trained model"), model, given, False)]
     return cases
 
 

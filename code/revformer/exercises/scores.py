@@ -16,7 +16,8 @@ import math
 import torch
 
 from ..attention import scaled_dot_product_attention
-from . import Checker, Unfinished, expect, fold, run_cases
+from ..i18n import Message
+from . import Checker, Unfinished, expect, not_a_tensor, run_cases
 
 _TITLE = "check_attention_weights"
 # (batch, heads, positions, head width, spread of q and k): T, Dh and H all
@@ -27,10 +28,6 @@ _TITLE = "check_attention_weights"
 # row's maximum (or torch.softmax) gets it right.
 _CASES = ((2, 3, 5, 16, 2.0), (1, 4, 14, 4, 2.0), (1, 2, 6, 8, 12.0))
 _EXP_LIMIT = 88.7  # math.log of float32's largest number
-
-
-def _wrap(text: str) -> str:
-    return fold(text, width=72)
 
 
 def _expect(checker: Checker, condition, good: str, bad: str) -> bool:
@@ -48,20 +45,22 @@ def _variants(q, k):
     scaled = raw / math.sqrt(dh)
     return (
         (torch.softmax(raw, dim=-1),
-         f"the scores were not scaled: divide q k^T by sqrt(Dh) = {math.sqrt(dh):g} before the softmax"),
+         Message("the scores were not scaled: divide q k^T by sqrt(Dh) = {root:g} before the softmax",
+                 root=math.sqrt(dh))),
         (torch.softmax(raw / dh, dim=-1),
-         f"the scores were divided by Dh = {dh}; divide by its square root, sqrt(Dh) = {math.sqrt(dh):g}"),
+         Message("the scores were divided by Dh = {dh}; divide by its square root, sqrt(Dh) = {root:g}",
+                 dh=dh, root=math.sqrt(dh))),
         (torch.softmax(raw * math.sqrt(dh), dim=-1),
-         f"the scores were multiplied by sqrt(Dh) = {math.sqrt(dh):g}; divide by it instead"),
+         Message("the scores were multiplied by sqrt(Dh) = {root:g}; divide by it instead", root=math.sqrt(dh))),
         (torch.softmax(raw / math.sqrt(t), dim=-1),
-         f"the scores were divided by sqrt(T) = sqrt({t}), the number of positions; "
-         f"Dh is the last axis of q, q.size(-1) = {dh}"),
+         Message("the scores were divided by sqrt(T) = sqrt({t}), the number of positions; "
+                 "Dh is the last axis of q, q.size(-1) = {dh}", t=t, dh=dh)),
         (torch.softmax(scaled.transpose(-2, -1), dim=-1),
-         "you computed k q^T: row i then belongs to key i. Rows must be queries and "
-         "columns keys: q @ k.transpose(-2, -1)"),
+         Message("you computed k q^T: row i then belongs to key i. Rows must be queries and "
+                 "columns keys: q @ k.transpose(-2, -1)")),
         (torch.softmax(scaled, dim=-2),
-         "the softmax ran over the queries (dim -2): each column sums to 1, not each row. "
-         "Use dim=-1, the keys"),
+         Message("the softmax ran over the queries (dim -2): each column sums to 1, not each row. "
+                 "Use dim=-1, the keys")),
     )
 
 
@@ -69,17 +68,17 @@ def _sums_to_one(weights, dim):
     return torch.allclose(weights.sum(dim), torch.ones(()), atol=1e-4)
 
 
-def _shape_diagnosis(got, q) -> str:
+def _shape_diagnosis(got, q) -> Message:
     b, h, t, dh = q.shape
     shape = list(got.shape)
     if shape == [b, h, dh, dh]:
-        return (f"got shape {shape} = [B,H,Dh,Dh]: the transpose is on the wrong tensor "
-                "(q^T k). Use q @ k.transpose(-2, -1)")
+        return Message("got shape {shape} = [B,H,Dh,Dh]: the transpose is on the wrong tensor "
+                       "(q^T k). Use q @ k.transpose(-2, -1)", shape=shape)
     if shape == [b, h, t, dh]:
-        return (f"got shape {shape} = [B,H,T,Dh], the shape of q: return the weights "
-                "[B,H,T,T], one row per query and one column per key")
-    return (f"got shape {shape}, expected [B,H,T,T] = {[b, h, t, t]}: transpose only the "
-            "last two axes of k, k.transpose(-2, -1)")
+        return Message("got shape {shape} = [B,H,T,Dh], the shape of q: return the weights "
+                       "[B,H,T,T], one row per query and one column per key", shape=shape)
+    return Message("got shape {shape}, expected [B,H,T,T] = {expected}: transpose only the "
+                   "last two axes of k, k.transpose(-2, -1)", shape=shape, expected=[b, h, t, t])
 
 
 def _check_case(checker: Checker, fn, case, seed) -> bool:
@@ -90,50 +89,52 @@ def _check_case(checker: Checker, fn, case, seed) -> bool:
     try:
         got = checker.call(fn, q_in, k_in)
     except Unfinished:
-        if "ERROR" in checker.lines[-1]:
-            checker.lines.append(_wrap("  HINT  q and k are [B,H,T,Dh]: transpose only their last two "
-                                       "axes, k.transpose(-2, -1) (k.T reverses all four)"))
+        if checker.lines[-1].marker == "ERROR":
+            checker.hint(Message("q and k are [B,H,T,Dh]: transpose only their last two axes, "
+                                 "k.transpose(-2, -1) (k.T reverses all four)"), width=72)
         raise
     b, h, t, dh = shape
-    where = f"q, k {list(shape)}"
+    where = Message("q, k {shape}", shape=list(shape))
     if not isinstance(got, torch.Tensor):
-        return _expect(checker, False, "", f"returned {type(got).__name__}, not a tensor"
-                              + (": is the `return` missing?" if got is None else ""))
+        return _expect(checker, False, "", not_a_tensor(got))
     if not (torch.equal(q_in, q) and torch.equal(k_in, k)):
-        return _expect(checker, False, "", "q or k was changed in place (an operation ending in _, "
-                                         "or /=): compute new tensors instead")
+        return _expect(checker, False, "", Message("q or k was changed in place (an operation ending in _, "
+                                                   "or /=): compute new tensors instead"))
     if not _expect(checker, list(got.shape) == [b, h, t, t],
-                          f"{where} -> weights {[b, h, t, t]}, [B,H,T,T]",
-                          f"{where} = [B,H,T,Dh]: " + _shape_diagnosis(got, q)):
+                   Message("{where} -> weights {shape}, [B,H,T,T]", where=where, shape=[b, h, t, t]),
+                   Message("{where} = [B,H,T,Dh]: {problem}", where=where, problem=_shape_diagnosis(got, q))):
         return False
     got = got.detach().to("cpu", torch.float32)
     expected = _reference(q, k)
     if torch.allclose(got, expected, atol=1e-5, rtol=1e-4):
-        return _expect(checker, True, f"rows sum to 1, equal to softmax(q k^T / sqrt({dh})) "
-                                    "along the keys", "")
+        return _expect(checker, True, Message("rows sum to 1, equal to softmax(q k^T / sqrt({dh})) "
+                                              "along the keys", dh=dh), "")
     for weights, meaning in _variants(q, k):
         if torch.allclose(got, weights, atol=1e-5, rtol=1e-4):
-            return _expect(checker, False, "", f"{where}: {meaning}")
+            return _expect(checker, False, "", Message("{where}: {problem}", where=where, problem=meaning))
     if not torch.isfinite(got).all():
         largest = (q @ k.transpose(-2, -1) / math.sqrt(dh)).abs().max().item()
         if largest > _EXP_LIMIT:
-            return _expect(checker, False, "", (
-                f"{where}: some weights are NaN. The scores of this case reach {largest:.0f}, and "
-                f"exp of a score above {_EXP_LIMIT} overflows float32 to inf (inf / inf = NaN): "
+            return _expect(checker, False, "", Message(
+                "{where}: some weights are NaN. The scores of this case reach {largest:.0f}, and "
+                "exp of a score above {limit} overflows float32 to inf (inf / inf = NaN): "
                 "subtract each row's maximum before exp, scores - scores.amax(dim=-1, keepdim=True), "
-                "as softmax_over_keys does, or call torch.softmax"))
-        return _expect(checker, False, "", f"{where}: some weights are NaN or infinite")
+                "as softmax_over_keys does, or call torch.softmax", where=where, largest=largest, limit=_EXP_LIMIT))
+        return _expect(checker, False, "", Message("{where}: some weights are NaN or infinite", where=where))
     if not _sums_to_one(got, -1):
-        sums = {0: "the batch", 1: "the heads", -2: "the queries"}
+        sums = {0: Message("the batch"), 1: Message("the heads"), -2: Message("the queries")}
         for dim, name in sums.items():
             if _sums_to_one(got, dim):
-                return _expect(checker, False, "", f"{where}: the weights sum to 1 over {name} (dim {dim}), "
-                                                 "not along each row: use softmax(..., dim=-1), the keys")
-        return _expect(checker, False, "", f"{where}: the rows do not sum to 1: is the softmax missing, "
-                                         "or over the wrong axis? It must run along the keys, dim=-1")
+                return _expect(checker, False, "", Message(
+                    "{where}: the weights sum to 1 over {name} (dim {dim}), not along each row: use "
+                    "softmax(..., dim=-1), the keys", where=where, name=name, dim=dim))
+        return _expect(checker, False, "", Message("{where}: the rows do not sum to 1: is the softmax missing, "
+                                                   "or over the wrong axis? It must run along the keys, dim=-1",
+                                                   where=where))
     gap = (got - expected).abs().max().item()
-    return _expect(checker, False, "", f"{where}: each row sums to 1, but the weights differ from "
-                                     f"softmax(q k^T / sqrt({dh})) by up to {gap:.3g}")
+    return _expect(checker, False, "", Message("{where}: each row sums to 1, but the weights differ from "
+                                               "softmax(q k^T / sqrt({dh})) by up to {gap:.3g}", where=where,
+                                               dh=dh, gap=gap))
 
 
 def check_attention_weights(fn) -> bool:

@@ -33,7 +33,8 @@ import torch.nn.functional as F
 from ..data import BOS, EOS, SEP, split_inputs_labels
 from ..model import make_model
 from ..train import FIRST_TARGET, answer_loss, make_optimizer, train_step
-from . import Checker, Unfinished, fold, run
+from ..i18n import Message
+from . import Checker, Unfinished, expect, run
 
 TITLE = "check_train_step"
 CLIP_NORM = 1.0
@@ -141,34 +142,34 @@ def _from_8(model, x, y):
     return answer_loss(logits[:, FIRST_TARGET + 1:], y[:, FIRST_TARGET + 1:])  # positions 8-13 only
 
 
-_STEP_BEFORE = ("no weight moved: step() ran before backward(), so Adam found no gradient to "
-                "use (zero_grad(set_to_none=True) had left every .grad empty). The order is "
-                "zero_grad, forward, loss, backward, clip, step")
-_UNCLIPPED = ("the update used the unclipped gradient: clip_grad_norm_ is missing, or it "
-              "ran before backward() had written the gradients. Clip after backward() and "
-              "before step()")
+_STEP_BEFORE = Message("no weight moved: step() ran before backward(), so Adam found no gradient to "
+                        "use (zero_grad(set_to_none=True) had left every .grad empty). The order is "
+                        "zero_grad, forward, loss, backward, clip, step")
+_UNCLIPPED = Message("the update used the unclipped gradient: clip_grad_norm_ is missing, or it "
+                      "ran before backward() had written the gradients. Clip after backward() and "
+                      "before step()")
 _MISTAKES = (
-    (_no_zero_grad, "the gradients of one step were added to the next: zero_grad() is missing. "
-                    "PyTorch adds every backward() into .grad, so step 2 used the step-1 gradient "
-                    "(as clipped in place) plus the step-2 gradient. Call "
-                    "optimizer.zero_grad(set_to_none=True) first"),
+    (_no_zero_grad, Message("the gradients of one step were added to the next: zero_grad() is missing. "
+                            "PyTorch adds every backward() into .grad, so step 2 used the step-1 gradient "
+                            "(as clipped in place) plus the step-2 gradient. Call "
+                            "optimizer.zero_grad(set_to_none=True) first")),
     (_step_before_backward, _STEP_BEFORE),
-    (_clip_after_step, "clip_grad_norm_ ran after step(): the step had already used the "
-                       "unclipped gradient, and the clip only rescaled gradients nobody reads. "
-                       "Clip between backward() and step()"),
+    (_clip_after_step, Message("clip_grad_norm_ ran after step(): the step had already used the "
+                               "unclipped gradient, and the clip only rescaled gradients nobody reads. "
+                               "Clip between backward() and step()")),
     (_no_clip, _UNCLIPPED),
-    (_softmax_first, "the loss was computed on probabilities: a softmax ran before the "
-                     "cross-entropy, which applies its own log-softmax. Pass the logits "
-                     "straight to answer_loss (F.cross_entropy)"),
-    (_with_loss(_over_14), "the loss is the sum over the 7 targets divided by B x 14: the "
-                           "prompt positions were counted in the mean. The mean runs over the "
-                           "B x 7 supervised targets only (answer_loss does it)"),
-    (_with_loss(_prompt_labels), "the loss counts the prompt positions 0-6 too, with the next "
-                                 "prompt token as their label: those labels are -100 in y so "
-                                 "that the loss ignores them. Use y as it is"),
-    (_with_loss(_from_8), "the loss leaves out position 7, the <SEP> position that predicts the "
-                          "first answer digit: the supervised targets are positions 7-13, and "
-                          "answer_loss(logits, y) finds them by their labels"),
+    (_softmax_first, Message("the loss was computed on probabilities: a softmax ran before the "
+                             "cross-entropy, which applies its own log-softmax. Pass the logits "
+                             "straight to answer_loss (F.cross_entropy)")),
+    (_with_loss(_over_14), Message("the loss is the sum over the 7 targets divided by B x 14: the "
+                                   "prompt positions were counted in the mean. The mean runs over the "
+                                   "B x 7 supervised targets only (answer_loss does it)")),
+    (_with_loss(_prompt_labels), Message("the loss counts the prompt positions 0-6 too, with the next "
+                                         "prompt token as their label: those labels are -100 in y so "
+                                         "that the loss ignores them. Use y as it is")),
+    (_with_loss(_from_8), Message("the loss leaves out position 7, the <SEP> position that predicts the "
+                                  "first answer digit: the supervised targets are positions 7-13, and "
+                                  "answer_loss(logits, y) finds them by their labels")),
 )
 
 
@@ -213,16 +214,16 @@ def _reference_step(model, optimizer, x, y):
 def _as_number(checker: Checker, got, where: str):
     """The reader's returned loss as a float, or None after recording what is wrong."""
     if got is None:
-        checker.expect(False, "", fold(f"{where}: your step returned None: return the batch loss "
-                                        "(loss.detach() or loss.item())"))
+        expect(checker, False, "", Message("{where}: your step returned None: return the batch loss "
+                                           "(loss.detach() or loss.item())", where=where))
         return None
     if isinstance(got, torch.Tensor) and got.numel() == 1:
         return float(got.detach())
     if isinstance(got, (int, float)) and not isinstance(got, bool):
         return float(got)
-    checker.expect(False, "", fold(f"{where}: your step returned {type(got).__name__}"
-                                    f"{list(got.shape) if isinstance(got, torch.Tensor) else ''}, "
-                                    "not one number: return the batch loss"))
+    expect(checker, False, "", Message("{where}: your step returned {kind}, not one number: return the "
+                                       "batch loss", where=where, kind=type(got).__name__
+                                       + (str(list(got.shape)) if isinstance(got, torch.Tensor) else "")))
     return None
 
 
@@ -237,9 +238,8 @@ def _run_reader(checker: Checker, fn, model, make_opt, batches, where: str):
         except Unfinished:
             line = checker.lines[-1]
             if "batch_size" in line or "shape" in line:
-                checker.lines.append(fold(
-                    "  HINT  model(x) gives logits [B,14,13], to pair with all of y [B,14]: "
-                    "answer_loss skips the -100 labels of positions 0-6"))
+                checker.hint(Message("model(x) gives logits [B,14,13], to pair with all of y [B,14]: "
+                                     "answer_loss skips the -100 labels of positions 0-6"), width=76)
             raise
         loss = _as_number(checker, got, where)
         if loss is None:
@@ -257,31 +257,32 @@ def _diagnose(checker: Checker, fn_record, model, make_opt, batches, where: str,
                 continue  # the weights of a missing clip, the gradients of a late one
             if mistake is _clip_after_step and not _same_grads(fn_record[1], other[1]):
                 continue
-            checker.expect(False, "", fold(f"{where}: {meaning}"))
+            expect(checker, False, "", Message("{where}: {problem}", where=where, problem=meaning))
             return
     (mine, _), (theirs, _) = fn_record, reference
     start = _params(model)
     for number, ((a, p), (b, q)) in enumerate(zip(mine, theirs), start=1):
         if not math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-7):
-            checker.expect(False, "", fold(
-                f"{where}, step {number}: your loss is {a:.6f}, train_step's {b:.6f}. The loss is "
+            expect(checker, False, "", Message(
+                "{where}, step {number}: your loss is {a:.6f}, train_step's {b:.6f}. The loss is "
                 "answer_loss(logits, y) with logits = model(x)[0]: the mean cross-entropy "
-                "over the labelled positions 7-13"))
+                "over the labelled positions 7-13", where=where, number=number, a=a, b=b))
             return
         if _close(p, start, dict(rtol=0.0, atol=0.0)):
-            checker.expect(False, "", fold(f"{where}, step {number}: the loss is right but no weight "
-                                            "moved: is optimizer.step() missing, or does it run "
-                                            "before backward()?"))
+            expect(checker, False, "", Message("{where}, step {number}: the loss is right but no weight "
+                                               "moved: is optimizer.step() missing, or does it run "
+                                               "before backward()?", where=where, number=number))
             return
         if not _close(p, q, _WEIGHT_TOL):
             gap = max((u - v).abs().max().item() for u, v in zip(p, q))
-            checker.expect(False, "", fold(
-                f"{where}, step {number}: the loss is right but the weights differ from train_step's "
-                f"by up to {gap:.2g}: check the order zero_grad, forward, loss, backward, clip at "
-                f"{CLIP_NORM}, step, and that each is called once"))
+            expect(checker, False, "", Message(
+                "{where}, step {number}: the loss is right but the weights differ from train_step's "
+                "by up to {gap:.2g}: check the order zero_grad, forward, loss, backward, clip at "
+                "{clip}, step, and that each is called once", where=where, number=number, gap=gap,
+                clip=CLIP_NORM))
             return
         start = p
-    checker.expect(False, "", fold(f"{where}: the steps differ from train_step's"))
+    expect(checker, False, "", Message("{where}: the steps differ from train_step's", where=where))
 
 
 def _check_optimizer_case(checker: Checker, fn, model, make_opt, batches, where, good) -> bool:
@@ -290,7 +291,7 @@ def _check_optimizer_case(checker: Checker, fn, model, make_opt, batches, where,
     if got is None:
         return False
     if _matches(got, reference):
-        return checker.expect(True, fold(good), "")
+        return expect(checker, True, good, "")
     _diagnose(checker, got, model, make_opt, batches, where, reference)
     return False
 
@@ -301,24 +302,26 @@ def _check_nan(checker: Checker, fn, model, make_opt, batches) -> bool:
         model.lm_head.weight[0, 0] = float("nan")
     optimizer = make_opt(model)
     x, y = batches[0]
-    where = "a NaN in one weight"
+    where = Message("a NaN in one weight")
     try:
         fn(model, optimizer, x.clone(), y.clone())
     except NotImplementedError:
         return checker.call(fn, model, optimizer, x, y)  # records the TODO line
     except RuntimeError as error:
         if "non-finite" in str(error):
-            return checker.expect(True, fold(f"{where}: your step raises ({str(error)[:40]}...) "
-                                              "instead of writing NaN into every weight"), "")
-        checker.expect(False, "", fold(f"{where}: RuntimeError {str(error)[:120]}"))
+            return expect(checker, True, Message("{where}: your step raises ({error}...) instead of writing "
+                                                 "NaN into every weight", where=where, error=str(error)[:40]), "")
+        expect(checker, False, "", Message("{where}: RuntimeError {error}", where=where, error=str(error)[:120]))
         return False
     except Exception as error:  # the reader's bug, reported rather than raised
-        checker.expect(False, "", fold(f"{where}: {type(error).__name__}: {str(error)[:120]}"))
+        expect(checker, False, "", Message("{where}: {kind}: {error}", where=where, kind=type(error).__name__,
+                                           error=str(error)[:120]))
         return False
     spread = sum(int(torch.isnan(p).sum()) for p in model.parameters())
-    return checker.expect(False, "", fold(
-        f"{where}: your step did not stop, and {spread:,} weights are now NaN: pass "
-        "error_if_nonfinite=True to clip_grad_norm_, so that a NaN or inf gradient raises at once"))
+    return expect(checker, False, "", Message(
+        "{where}: your step did not stop, and {spread:,} weights are now NaN: pass "
+        "error_if_nonfinite=True to clip_grad_norm_, so that a NaN or inf gradient raises at once",
+        where=where, spread=spread))
 
 
 def check_train_step(fn) -> bool:
@@ -338,14 +341,14 @@ def check_train_step(fn) -> bool:
 
     def body(checker: Checker):
         if not _check_optimizer_case(
-                checker, fn, model, adam, batches, "Adam, 3 steps",
-                f"Adam, 3 steps of {_BATCH} samples: the losses and the weights after each step "
-                "are train_step's"):
+                checker, fn, model, adam, batches, Message("Adam, 3 steps"),
+                Message("Adam, 3 steps of {batch} samples: the losses and the weights after each step "
+                        "are train_step's", batch=_BATCH)):
             return
         if not _check_optimizer_case(
-                checker, fn, model, sgd, batches[:2], "plain SGD, 2 steps",
-                "plain SGD, 2 steps: each update is the gradient clipped to norm 1, as in "
-                "train_step"):
+                checker, fn, model, sgd, batches[:2], Message("plain SGD, 2 steps"),
+                Message("plain SGD, 2 steps: each update is the gradient clipped to norm 1, as in "
+                        "train_step")):
             return
         _check_nan(checker, fn, model, adam, batches)
 

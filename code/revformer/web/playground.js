@@ -37,9 +37,11 @@
     if (maskBox) { opts.causal = maskBox.checked; }
     return opts;
   }
+  // full-width digits (U+FF10-FF19, a Chinese keyboard's) are digits; spaces (U+3000 too) are dropped
+  function asciiDigits(text) { return String(text).replace(/[\uff10-\uff19]/g, function (c) { return String(c.charCodeAt(0) - 0xff10); }).replace(/\s+/g, ""); }
   function readDigits() {  // the text as the model's input; the model says what is wrong with it
     if (!digitsBox) { return state.digits; }
-    return digitsBox.value.replace(/\s+/g, "").split("").map(function (c) { return /^[0-9]$/.test(c) ? Number(c) : c; });
+    return asciiDigits(digitsBox.value).split("").map(function (c) { return /^[0-9]$/.test(c) ? Number(c) : c; });
   }
 
   function fillSelect(box, labels, values, keep) {
