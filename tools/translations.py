@@ -771,7 +771,7 @@ def search_terms() -> list[str]:
     entries = markdown_entries(read_po(catalogue_path(BOOK / "glossary.md")))
     terms = set()
     for entry in entries.values():
-        for line in re.findall(r"\*\*(?:原文|本书用语)\*\*：([^\n]*)", entry.msgstr):
+        for line in re.findall(r"\*\*(?:原文|本书用语|也称)\*\*：([^\n]*)", entry.msgstr):
             for piece in re.split(r"[、，；：。（）()/“”\s]|也作|又称|沿用|合称", line):
                 if re.fullmatch(r"[\u4e00-\u9fff]{2,8}", piece) and not re.search("原文|本书|没有|说明|并|即|但", piece):
                     terms.add(piece)

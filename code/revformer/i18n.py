@@ -74,9 +74,10 @@ def tr(template: str, lang: str | None = None, /, **fields) -> str:
         raise ValueError(f"a template must be a str, got {type(template).__name__}")
     lang = lang or language()
     translated = catalogue(lang).gettext(template)
-    # a phrase (Message) or a displayable with Markdown in every language (Bilingual): in this language
-    fields = {k: v.render(lang) if isinstance(v, Message) else v.markdown(lang) if isinstance(v, Bilingual) else v
-              for k, v in fields.items()}
+    # a phrase (Message) or a displayable with Markdown in every language (Bilingual): in this language;
+    # so is a field that is English text the catalogue knows (the package's budget line, say)
+    fields = {k: v.render(lang) if isinstance(v, Message) else v.markdown(lang) if isinstance(v, Bilingual)
+              else _known(v, lang) for k, v in fields.items()}
     try:
         return translated.format(**fields)
     except (KeyError, IndexError) as error:
@@ -87,6 +88,14 @@ def tr(template: str, lang: str | None = None, /, **fields) -> str:
 def unfilled(template: str, lang: str | None = None, /) -> str:
     """``template`` in ``lang`` with its ``{fields}`` left for a script to fill (the playground's, a quiz's)."""
     return tr(template, lang, **{name: "{" + name + "}" for name in _fields(template)})
+
+
+def _known(value, lang: str):
+    """``value`` in ``lang`` when it is English text with a catalogue entry (exact or a template's); else itself."""
+    if lang == "en" or type(value) is not str or not needs_translation(value):
+        return value
+    found = translate(value, lang)
+    return value if found is None else found
 
 
 def _bundle(obj) -> dict:
