@@ -76,8 +76,10 @@ def tr(template: str, lang: str | None = None, /, **fields) -> str:
     translated = catalogue(lang).gettext(template)
     # a phrase (Message) or a displayable with Markdown in every language (Bilingual): in this language;
     # so is a field that is English text the catalogue knows (the package's budget line, say)
+    # a list of Messages is one line each (the rows of a table)
     fields = {k: v.render(lang) if isinstance(v, Message) else v.markdown(lang) if isinstance(v, Bilingual)
-              else _known(v, lang) for k, v in fields.items()}
+              else "\n".join(x.render(lang) for x in v) if _messages(v) else _known(v, lang)
+              for k, v in fields.items()}
     try:
         return translated.format(**fields)
     except (KeyError, IndexError) as error:
@@ -88,6 +90,10 @@ def tr(template: str, lang: str | None = None, /, **fields) -> str:
 def unfilled(template: str, lang: str | None = None, /) -> str:
     """``template`` in ``lang`` with its ``{fields}`` left for a script to fill (the playground's, a quiz's)."""
     return tr(template, lang, **{name: "{" + name + "}" for name in _fields(template)})
+
+
+def _messages(value) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(x, Message) for x in value)
 
 
 def _known(value, lang: str):
