@@ -167,26 +167,6 @@ class Bilingual:
         return both[language()], {METADATA_KEY: both}
 
 
-class Text(Bilingual):
-    """A template and its fields, displayed as Markdown in the kernel's language (``say`` shows one)."""
-
-    def __init__(self, template: str, fields: dict, plain: bool = False):
-        tr(template, "en", **fields)  # a missing field is an error here, not later
-        self.template, self.fields, self.plain = template, fields, plain
-
-    def markdown(self, language: str) -> str:
-        text = tr(self.template, language, **self.fields)
-        return f"```text\n{text}\n```" if self.plain else text
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        both = {lang: {"text/markdown": self.markdown(lang), "text/plain": tr(self.template, lang, **self.fields)}
-                for lang in LANGUAGES}
-        return both[language()], {METADATA_KEY: both}
-
-    def __repr__(self) -> str:
-        return tr(self.template, **self.fields)
-
-
 class Message:
     """A template and its fields, rendered later in any language (a checker's report line, a label)."""
 
@@ -204,6 +184,33 @@ class Message:
         return f"Message({self.template!r})"
 
 
+class Text(Bilingual):
+    """A ``Message`` displayed as Markdown in the kernel's language, every language kept (``say`` shows one)."""
+
+    def __init__(self, template: str, fields: dict):
+        self.message = Message(template, **fields)
+
+    def markdown(self, language: str) -> str:
+        return self.message.render(language)
+
+    def __repr__(self) -> str:
+        return self.message.render()
+
+
+def _display(every: dict) -> None:
+    """Display the bundle of the kernel's language, keeping ``every`` language's; outside IPython, print it."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency of every runtime the book runs in
+        get_ipython = lambda: None  # noqa: E731
+    if get_ipython() is None:
+        print(every[language()]["text/plain"])
+        return
+    from IPython.display import display
+
+    display(every[language()], raw=True, metadata={METADATA_KEY: every})
+
+
 def render(text, lang: str | None = None) -> str:
     """``text`` in ``lang``: a ``Message`` rendered, a plain str as it is."""
     return text.render(lang) if isinstance(text, Message) else str(text)
@@ -214,17 +221,7 @@ def show_text(make) -> None:
 
     Outside IPython it is printed. The checkers' reports use it: a report is preformatted text.
     """
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover
-        get_ipython = lambda: None  # noqa: E731
-    if get_ipython() is None:
-        print(make(language()))
-        return
-    from IPython.display import display
-
-    every = {lang: {"text/plain": make(lang)} for lang in LANGUAGES}
-    display(every[language()], raw=True, metadata={METADATA_KEY: every})
+    _display({lang: {"text/plain": make(lang)} for lang in LANGUAGES})
 
 
 def show(en, zh) -> None:
@@ -243,17 +240,7 @@ def say(template: str, /, **fields) -> None:
     if not isinstance(template, str):
         raise ValueError(f"say needs a template string and its fields, got {type(template).__name__}")
     text = Text(template, fields)
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython is a dependency of every runtime the book runs in
-        get_ipython = lambda: None  # noqa: E731
-    if get_ipython() is None:
-        print(repr(text))
-        return
-    from IPython.display import display
-
-    data, metadata = text._repr_mimebundle_()
-    display(data, raw=True, metadata=metadata)
+    _display({lang: dict.fromkeys(("text/markdown", "text/plain"), text.markdown(lang)) for lang in LANGUAGES})
 
 
 # ---------------------------------------------------------------------------------------------
