@@ -148,3 +148,24 @@ def test_a_comma_that_may_mean_either_is_asked_about(browser, language, says):
         assert feedback.text_content().startswith(says) and "rf-wrong" in feedback.get_attribute("class")
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("answer, typed, says", [
+    (99.6, "0.996", "Right number, written as a fraction"), (0.996, "99.6", "Right number, written as a percentage"),
+    (99.6, "0.5", "Not quite: 0.5 is too small"),
+])
+def test_a_fraction_for_a_percentage_is_named(browser, answer, typed, says):
+    """0.996 typed where the question asks 99.6 (percent): the feedback says which form is asked, not "too small"."""
+    from revformer.quiz import number
+
+    context = browser.new_context()
+    tab = context.new_page()
+    try:
+        tab.set_content("<html><body>" + number("What share?", answer, 0.05 if answer > 1 else 0.0005, "So.")
+                        ._repr_html_() + "</body></html>")
+        tab.locator(".rf-quiz input[type=text]").fill(typed)
+        tab.locator("button.rf-quiz-check").click()
+        feedback = tab.locator(".rf-quiz-feedback")
+        assert feedback.text_content().startswith(says) and "rf-wrong" in feedback.get_attribute("class")
+    finally:
+        context.close()

@@ -46,6 +46,31 @@ def test_a_message_renders_later_in_any_language():
         message.render("fr")
 
 
+def test_a_series_is_listed_in_each_languages_way(monkeypatch):
+    seeds = i18n.Series([42, 0, 1])
+    assert i18n.tr("seeds {seeds}", "en", seeds=seeds) == "seeds 42, 0, 1"
+    catalogue = i18n.catalogue("zh_CN")
+    monkeypatch.setitem(catalogue._catalog, "seeds {seeds}", "种子 {seeds}")
+    assert i18n.tr("seeds {seeds}", "zh_CN", seeds=seeds) == "种子 42、0、1"
+    monkeypatch.setenv(i18n.ENV, "zh_CN")
+    assert str(seeds) == "42、0、1"
+    with pytest.raises(ValueError, match="language must be one of"):
+        seeds.render("fr")
+    stops = i18n.Series([i18n.Message("This runtime has no font with Chinese characters: the figures keep their "
+                                      "English text."), "x"])
+    assert stops.render("en").startswith("This runtime") and stops.render("en").endswith(", x")
+    assert HAN.search(stops.render("zh_CN")) and stops.render("zh_CN").endswith("、x")
+
+
+def test_a_yes_or_no_is_said_in_the_pages_language():
+    import numpy as np
+
+    assert i18n.tr("same: {same}", "en", same=True) == "same: True"
+    assert HAN.search(i18n.tr("same: {same}", "zh_CN", same=np.bool_(False)).split(": ")[1])
+    table = i18n.tr("{rows}", "zh_CN", rows="| a | True |\n| b | (True, False) |\n| causal=True | 3 |")
+    assert "True" not in table.splitlines()[0] and "(True, False)" in table and "causal=True" in table
+
+
 def test_figure_texts_are_found_exactly_or_as_templates(monkeypatch):
     catalogue = i18n.catalogue("zh_CN")
     monkeypatch.setattr(catalogue, "_catalog", {"training step": "训练步数", "clip limit {limit}": "裁剪上限 {limit}",

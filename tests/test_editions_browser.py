@@ -59,3 +59,48 @@ def test_chinese_search_finds_the_books_terms(browser, site, word):
         assert hrefs and not any(h.startswith("http") for h in hrefs), hrefs  # the Chinese site, not the English
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("edition, word, home", [
+    ("zh_CN", "贪心解码", "09_generation"), ("zh_CN", "整序列准确率", "09_generation"),
+    ("zh_CN", "反对角线", "10_heatmaps"), ("en", "greedy decoding", "09_generation"),
+])
+def test_search_puts_a_terms_home_and_its_glossary_entry_first(browser, site, edition, word, home):
+    """The review found the chapter that teaches a term tenth in the Chinese results, after every page that
+    merely mentions it, and one snippet in four cut from code or the printed table of contents."""
+    context = browser.new_context()
+    tab = context.new_page()
+    try:
+        prefix = "" if edition == "en" else f"{edition}/"
+        tab.goto(f"{site}/{prefix}search.html?q={word}", wait_until="load")
+        results = tab.locator("#search-results ul.search li")
+        results.first.wait_for(timeout=20000)
+        tab.wait_for_timeout(500)  # the snippets arrive page by page
+        hrefs = [a.get_attribute("href") or "" for a in tab.locator("#search-results ul.search li > a").all()]
+        top = " ".join(hrefs[:2])
+        assert "glossary" in top and home in top, hrefs[:5]
+        for text in results.all_text_contents():
+            assert "plt.show()" not in text and "say(" not in text and not re.search(r"目录|Contents", text), text
+    finally:
+        context.close()
+
+
+def test_chinese_search_finds_the_words_set_in_bold():
+    """置零 (zeroing), bold where chapter 10 introduces it, is a word of the Chinese search index."""
+    import json
+
+    from book_facts import HTML
+
+    index = (HTML / "zh_CN" / "searchindex.js").read_text(encoding="utf-8")
+    terms = json.loads(index[len("Search.setIndex("):index.rindex(")")])["terms"]
+    assert "置零" in terms and "贪心解码" in terms
+
+
+def test_each_edition_knows_where_its_terms_are_taught():
+    """The search's home chapters come from the glossary's resolved page, whether or not a build rewrote it."""
+    import json
+
+    for prefix, term in (("", "greedy decoding"), ("zh_CN/", "贪心解码"), ("zh_CN/", "greedy decoding")):
+        text = (HTML / prefix / "_static" / "revformer-homes.js").read_text(encoding="utf-8")
+        homes = json.loads(text[text.index("{"):text.rindex("}") + 1])
+        assert homes.get(term) == "book/09_generation", (prefix, term, len(homes))

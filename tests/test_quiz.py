@@ -152,6 +152,12 @@ NUMBER_CASES = [
     ("0,234", None, 0.0, 0.234),  # a leading 0 never opens a group of thousands
     ("12,34", None, 0.0, 12.34),
     ("1e-3", None, 0.0, 0.001),
+    ("2个", None, 0.0, 2.0), ("７ 步", None, 0.0, 7.0),  # a counter word after the number
+    ("95%", None, 0.0, 0.95), ("95%", 0.9, 0.01, 0.95), ("９５％", 0.9, 0.01, 0.95),
+    ("95%", 96.0, 0.5, 95.0),  # the answer is given in percent
+    ("\u7ea60.003", None, 0.0, 0.003), ("\u5927\u7ea6 12", None, 0.0, 12.0), ("~0.5", None, 0.0, 0.5),  # about
+    ("\u767e\u5206\u4e4b99.6", 0.996, 0.001, 0.996), ("\u767e\u5206\u4e4b99.6", 99.6, 0.1, 99.6),
+    ("%", None, 0.0, None), ("个", None, 0.0, None), ("2个3", None, 0.0, None),
     ("", None, 0.0, None), ("abc", None, 0.0, None), ("1.2.3", None, 0.0, None), ("0x10", None, 0.0, None),
     ("inf", None, 0.0, None), ("1,2,3", None, 0.0, None), ("1.234,5", None, 0.0, None),
 ]

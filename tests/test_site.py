@@ -1,4 +1,5 @@
 """The built HTML book (`make book` writes _build/html; `make test` builds it first)."""
+import html as html_module
 import json
 import re
 from html.parser import HTMLParser
@@ -263,11 +264,21 @@ def test_the_chinese_page_prints_what_the_english_page_prints(name):
     """One executed source: every printed output and every figure of a chapter is the same in both editions."""
     def printed(edition):
         html = page(name, edition).read_text(encoding="utf-8")
-        blocks = re.findall(r'<div class="output stream[^"]*">\s*<pre>(.*?)</pre>', html, re.S)
+        blocks = re.findall(r'<div class="output stream[^"]*">(?:<div class="highlight">)?\s*<pre>(.*?)</pre>',
+                            html, re.S)
         return blocks, re.findall(r'<img [^>]*src="(\.\./_images/[^"]+)"', html)
 
     (en_text, en_images), (zh_text, zh_images) = printed("en"), printed("zh_CN")
     assert zh_text == en_text, f"{name}: the Chinese page prints other text than the English one"
+    # What is printed (not said) is the same on both pages, so it holds no English sentence: names, shapes,
+    # numbers and tokens only. PyTorch's and the package's error messages stay as Python shows them.
+    for block in zh_text:
+        for line in html_module.unescape(re.sub(r"<[^>]+>", "", block)).splitlines():
+            if re.search(r"Error\b|Warning\b", line):
+                break  # an error message, and the lines it wraps onto
+            # two words in a row ("largest difference", "test sample"): a phrase, not a name
+            assert not re.search(r"(?<![\w.])[A-Za-z][a-z]{2,} [a-z]{3,}(?![\w(])", line), \
+                f"{name}: English words printed on the Chinese page: {line!r}"
     assert len(zh_images) == len(en_images)
     # the figures are drawn from the same run in each language (revformer.i18n.figure_bundle): a figure
     # with words differs; tests/test_catalogues.py checks that each of them has its Chinese

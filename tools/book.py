@@ -167,6 +167,13 @@ def build(seed: int) -> int:
         for name in (".jupyter_cache", ".doctrees", "jupyter_execute", "html"):
             shutil.rmtree(BUILD / name, ignore_errors=True)
         stamp.write_text(current)
+    # Sphinx renders the search scorer (book/_ext/_search/scorer.js) into language_data.js only when it
+    # writes pages: a site with another scorer is written again
+    scorer = (ROOT / "book" / "_ext" / "_search" / "scorer.js").read_text(encoding="utf-8").strip()
+    for site in (BUILD / "html", BUILD / "zh_CN" / "_build" / "html"):
+        rendered = site / "_static" / "language_data.js"
+        if site.exists() and (not rendered.exists() or scorer not in rendered.read_text(encoding="utf-8")):
+            shutil.rmtree(site)
     _run(python, "-m", "revformer", "reproduce", "--out", DOWNLOADS, "--seed", seed, "--quiet", env=env)
     _run(python, "-m", "revformer", "sweep", "--out", DOWNLOADS, "--quiet", env=env)  # the seeds chapters
     _run(python, "-m", "revformer", "web", "--out", WEB, env=env)  # the trained models for the browser

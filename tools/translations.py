@@ -283,6 +283,9 @@ def update(only=None) -> int:
                 not entry.msgctxt and entry.comment.startswith(CODE) and entry.msgid not in used)
             if gone:
                 entry.obsolete = True
+        active = {(e.msgctxt, e.msgid) for e in po if not e.obsolete}
+        for entry in [e for e in po if e.obsolete and (e.msgctxt, e.msgid) in active]:
+            po.remove(entry)  # an old copy of a message in use again: msgfmt refuses a message defined twice
         write_po(path, po)
     if not only:
         path = PACKAGE_CATALOGUE.parent / "questions.po"
@@ -733,6 +736,8 @@ def zh_outputs(nb: dict, executed: dict) -> dict:
             both = output.get("metadata", {}).get(METADATA_KEY) or {}
             if "zh_CN" in both:  # a sentence or a figure written in every language: the Chinese one
                 output["data"] = {**output.get("data", {}), **both["zh_CN"]}
+                if "zh_CN" in both.get("sizes", {}):  # a figure at twice the pixels: shown at its own size
+                    output.setdefault("metadata", {})["image/png"] = both["sizes"]["zh_CN"]
             if "data" in output:
                 for kind in ("text/markdown", "text/html"):
                     if kind in output["data"]:
@@ -771,10 +776,17 @@ def search_terms() -> list[str]:
     entries = markdown_entries(read_po(catalogue_path(BOOK / "glossary.md")))
     terms = set()
     for entry in entries.values():
-        for line in re.findall(r"\*\*(?:原文|本书用语|也称)\*\*：([^\n]*)", entry.msgstr):
+        lines = re.findall(r"\*\*(?:原文|本书用语|也称)\*\*：([^\n]*)", entry.msgstr)
+        lines += re.findall(r"\A([^\n（]+)（", entry.msgstr)  # the headword's Chinese part
+        for line in lines:
             for piece in re.split(r"[、，；：。（）()/“”\s]|也作|又称|沿用|合称", line):
                 if re.fullmatch(r"[\u4e00-\u9fff]{2,8}", piece) and not re.search("原文|本书|没有|说明|并|即|但", piece):
                     terms.add(piece)
+    # and the words the chapters set in bold where they introduce them (**置零**), two to six characters
+    for source in sources():
+        for entry in read_po(catalogue_path(source)):
+            terms.update(word for word in re.findall(r"\*\*([\u4e00-\u9fff]{2,6})\*\*", entry.msgstr)
+                         if not re.search("的|了|是|在|并且|之前|每一", word))
     return sorted(terms)
 
 

@@ -260,6 +260,68 @@ def english_term_ids(app, doctree):
             doctree.ids[name] = term
 
 
+def term_index_entries(app, doctree):
+    """Chinese build: a headword ``贪心解码（greedy decoding）`` is found by search as 贪心解码 and as greedy decoding.
+
+    Sphinx indexes a glossary term by its whole text, and its search takes an index entry only for a query at
+    least half the entry's length: each part gets its own entry.
+    """
+    from docutils import nodes
+    from sphinx import addnodes
+
+    if app.config.revformer_language == "en":
+        return
+    for term in doctree.findall(nodes.term):
+        match = re.fullmatch(r"(.+?)（([^（）]+)）", term.astext().strip())
+        for index in term.findall(addnodes.index) if match else ():
+            extra = [(kind, part, target, main, None) for kind, _, target, main, _ in index["entries"]
+                     for part in match.groups()]
+            index["entries"].extend(extra)
+
+
+_homes: dict[str, str] = {}
+
+
+def term_homes(app, doctree, docname):
+    """The chapter each glossary term is taught in (its entry's first link to a chapter), for the search."""
+    from docutils import nodes
+
+    if not docname.endswith("glossary"):
+        return
+    for item in doctree.findall(nodes.definition_list_item):
+        terms = [t.astext().strip() for t in item.findall(nodes.term)]
+        for line in re.findall(r"(?:本书用语|也称|Also called|In this book)[:：]\s*([^\n]+)", item.astext()):
+            terms += [part.strip(" .。") for part in re.split(r"[、，,;；]", line) if part.strip(" .。")]
+        for ref in item.findall(nodes.reference):
+            found = re.search(r"(\d\d_\w+)\.html", ref.get("refuri", ""))
+            if found:
+                home = docname.rsplit("/", 1)[0] + "/" + found.group(1) if "/" in docname else found.group(1)
+                for term in terms:
+                    match = re.fullmatch(r"(.+?)（([^（）]+)）", term)
+                    for name in (term, *(match.groups() if match else ())):
+                        _homes[name.lower()] = home
+                break
+
+
+def write_homes(app, exception):
+    import json
+
+    if exception is None and app.builder.format == "html":
+        # from the glossary's resolved doctree, whether or not this build wrote the glossary page again
+        for docname in sorted(app.env.found_docs):
+            if docname.endswith("glossary"):
+                term_homes(app, app.env.get_and_resolve_doctree(docname, app.builder), docname)
+        out = Path(app.outdir) / "_static" / "revformer-homes.js"
+        out.write_text("window.REVFORMER_HOMES = " + json.dumps(_homes, ensure_ascii=False, sort_keys=True) + ";\n",
+                       encoding="utf-8")
+
+
+def search_scorer(app, config):
+    """The book's search scorer (_search/scorer.js): home chapters first, snippets from prose."""
+    if not config.html_search_scorer:
+        config.html_search_scorer = str(Path(__file__).parent / "_search" / "scorer.js")
+
+
 STATIC = Path(__file__).parent / "_static"
 TEMPLATES = Path(__file__).parent / "_templates"
 
@@ -280,6 +342,10 @@ def setup(app):
     app.add_config_value("revformer_section_ids", "", "env", [str])
     app.connect("doctree-read", english_section_ids, priority=400)
     app.connect("doctree-read", english_term_ids, priority=400)
+    app.connect("doctree-read", term_index_entries, priority=410)
+    app.connect("build-finished", write_homes)
+    app.connect("config-inited", search_scorer)
+    app.add_js_file("revformer-homes.js")
     app.connect("build-finished", record_section_ids)
     app.connect("config-inited", default_light_mode)
     app.connect("config-inited", theme_header)

@@ -77,8 +77,8 @@ def tr(template: str, lang: str | None = None, /, **fields) -> str:
     # a phrase (Message) or a displayable with Markdown in every language (Bilingual): in this language;
     # so is a field that is English text the catalogue knows (the package's budget line, say)
     # a list of Messages is one line each (the rows of a table)
-    fields = {k: v.render(lang) if isinstance(v, Message) else v.markdown(lang) if isinstance(v, Bilingual)
-              else "\n".join(x.render(lang) for x in v) if _messages(v) else _known(v, lang)
+    fields = {k: v.render(lang) if isinstance(v, (Message, Series)) else v.markdown(lang) if isinstance(v, Bilingual)
+              else "\n".join(x.render(lang) for x in v) if _messages(v) else _yes_no(v, lang)
               for k, v in fields.items()}
     try:
         return translated.format(**fields)
@@ -94,6 +94,21 @@ def unfilled(template: str, lang: str | None = None, /) -> str:
 
 def _messages(value) -> bool:
     return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(x, Message) for x in value)
+
+
+_CELL_BOOL = re.compile(r"(?<=\| )(True|False)(?= \|)")
+
+
+def _yes_no(value, lang: str):
+    """A bool as the language says yes or no (True/False in English), and so a table cell holding only one;
+    any other value as ``_known`` gives it."""
+    if lang == "en":
+        return value
+    if type(value).__name__ in ("bool", "bool_"):  # numpy's too
+        return catalogue(lang).gettext(str(bool(value)))
+    if isinstance(value, str) and "|" in value:
+        value = _CELL_BOOL.sub(lambda m: catalogue(lang).gettext(m.group(1)), value)
+    return _known(value, lang)
 
 
 def _known(value, lang: str):
@@ -182,6 +197,25 @@ class Message:
 
     def __repr__(self) -> str:
         return f"Message({self.template!r})"
+
+
+class Series:
+    """Items listed in a sentence: ``11, 12`` in English, ``11、12`` in Chinese (a field of ``say`` or ``tr``)."""
+
+    SEPARATORS = {"en": ", ", "zh_CN": "、"}
+
+    def __init__(self, items):
+        self.items = list(items)  # str, numbers or Messages (each rendered in the sentence's language)
+
+    def render(self, lang: str | None = None) -> str:
+        lang = _check_language(lang or language())
+        return self.SEPARATORS[lang].join(render(item, lang) for item in self.items)
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def __repr__(self) -> str:
+        return f"Series({self.items!r})"
 
 
 class Text(Bilingual):
@@ -459,9 +493,9 @@ def figure_bundle(fig):
         if done.untranslated:
             metadata = {METADATA_KEY: {"untranslated": done.untranslated}}
         return {}, metadata
-    from IPython.core.pylabtools import print_figure
+    from IPython.core.pylabtools import retina_figure
 
-    others, untranslated = {}, []
+    others, sizes, untranslated = {}, {}, []
     for lang in LANGUAGES[1:]:
         if cjk_font() is None:
             if not os.environ.get("REVFORMER_STATIC_BUILD"):
@@ -469,28 +503,34 @@ def figure_bundle(fig):
             raise RuntimeError("the book's build draws its figures in Chinese too and needs a font with Chinese "
                                "characters (sudo apt-get install -y fonts-noto-cjk)")
         with _Translated(fig, lang) as done:
-            if done.saved:
-                image = print_figure(fig, "png", bbox_inches="tight")
+            if done.saved:  # at twice the pixels, as the build's kernels show figures (STARTUP)
+                image, sizes[lang] = retina_figure(fig, bbox_inches="tight")
                 others[lang] = {"image/png": base64.b64encode(image).decode("ascii")}
         untranslated += done.untranslated
     # kept even when nothing changed: the build's tests read which texts each figure had
-    return {}, {METADATA_KEY: {**others, "untranslated": untranslated, "texts": figure_texts(fig)}}
+    return {}, {METADATA_KEY: {**others, "sizes": sizes, "untranslated": untranslated, "texts": figure_texts(fig)}}
 
 
 STARTUP = """# Written by revformer.i18n.startup_folder: the book's build draws every figure in every language.
 import revformer.i18n
 revformer.i18n.watch_figures()
 """
+# and at twice the pixels: sharp on a 2x screen, shown at the figure's own size (figure_bundle's other
+# languages likewise)
+KERNEL_CONFIG = """# Written by revformer.i18n.startup_folder: the book's figures at twice the pixels.
+c.InlineBackend.figure_formats = {"retina"}
+"""
 
 
 def startup_folder(ipython_dir) -> Path:
-    """An IPython folder (``IPYTHONDIR``) whose kernels call ``watch_figures`` at start: the build's kernels.
+    """An IPython folder (``IPYTHONDIR``) for the build's kernels: ``watch_figures`` at start, figures at 2x.
 
     The chapters' own code stays plain: ``plt.show()`` is all a figure needs.
     """
     startup = Path(ipython_dir) / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     (startup / "00-revformer-figures.py").write_text(STARTUP, encoding="utf-8")
+    (startup.parent / "ipython_kernel_config.py").write_text(KERNEL_CONFIG, encoding="utf-8")
     return Path(ipython_dir)
 
 

@@ -62,6 +62,9 @@ _SCRIPT = r"""<script>
                             return; }
       if (raw === "" || !isFinite(value)) { say(false, ui.typeNumber); return; }
       if (Math.abs(value - data.answer) <= data.tolerance) { say(true, ui.correct + data.explanation); }
+      else if (data.answer !== 0 && Math.abs(100 * value - data.answer) <= data.tolerance) { say(false, ui.asPercent); }
+      else if (data.answer !== 0 && Math.abs(value / 100 - data.answer) <= data.tolerance) {
+        say(false, ui.asFraction); }
       else { say(false, ui.wrongNumber + raw + ui.is + (value < data.answer ? ui.tooSmall : ui.tooLarge) +
                  ui.stop + data.hint); }
     }
@@ -74,11 +77,26 @@ _SCRIPT = r"""<script>
 # full-width digits and signs (U+FF10-FF19, U+FF0B, U+FF0D), a full-width or Chinese decimal point
 # (U+FF0E, U+3002) and a decimal comma (0,092) are accepted; commas between groups of three digits
 # separate thousands (69,709); "1,234" may be either, and is taken for the reading near the answer,
-# else asked about.
+# else asked about. A counter word after the number is dropped (U+4E2A after 2); a percentage is a share
+# (95% is 0.95) unless the answer is given in percent (the reading nearer the answer).
 _READ_NUMBER_JS = r"""  function readNumber(text, answer, tolerance) {  // {value, ambiguous: null or [decimal, whole]}
     var t = String(text).replace(/[\uff10-\uff19]/g, function (c) { return String(c.charCodeAt(0) - 0xff10); })
       .replace(/[\uff0e\u3002\uff61]/g, ".").replace(/\uff0c/g, ",").replace(/\uff0b/g, "+")
-      .replace(/[\uff0d\u2212]/g, "-").replace(/\s/g, "");
+      .replace(/[\uff0d\u2212]/g, "-").replace(/\uff05/g, "%").replace(/\s/g, "")
+      .replace(/[\u4e00-\u9fff]+$/, "")  // a counter word after the number (U+4E2A, U+6B65 ...)
+      .replace(/^(\u5927?\u7ea6|~|\u2248)/, "")  // "about" before it (U+7EA6, U+5927 U+7EA6, ~)
+      .replace(/^\u767e\u5206\u4e4b(.+)$/, "$1%");  // "per hundred" before it: a percentage
+    var percent = /%$/.test(t);
+    if (percent) { t = t.slice(0, -1); }
+    var r = readPlain(t, answer, tolerance);
+    if (percent && !isNaN(r.value)) {  // 95% is 0.95, or 95 where the answer is given in percent
+      var share = r.value / 100, asIs = answer === undefined || answer === null ? Infinity
+        : Math.abs(r.value - answer) - Math.abs(share - answer);
+      r.value = asIs < 0 ? r.value : share;
+    }
+    return r;
+  }
+  function readPlain(t, answer, tolerance) {
     if (/^[-+]?[1-9]\d{0,2}(,\d{3})+(\.\d*)?$/.test(t)) {
       if (/^[-+]?\d+,\d{3}$/.test(t)) {
         var decimal = t.replace(",", "."), whole = t.replace(",", "");
@@ -92,7 +110,7 @@ _READ_NUMBER_JS = r"""  function readNumber(text, answer, tolerance) {  // {valu
     return {value: /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(t) ? Number(t) : NaN, ambiguous: null};
   }"""
 _WIDE = str.maketrans({**{chr(0xFF10 + i): str(i) for i in range(10)}, "\uff0e": ".", "\u3002": ".",
-                       "\uff61": ".", "\uff0c": ",", "\uff0b": "+", "\uff0d": "-", "\u2212": "-"})
+                       "\uff61": ".", "\uff0c": ",", "\uff0b": "+", "\uff0d": "-", "\u2212": "-", "\uff05": "%"})
 
 
 def ascii_digits(text: str) -> str:
@@ -112,10 +130,24 @@ def read_number(text: str, answer: float | None = None, tolerance: float = 0.0) 
     """Read a number as a reader types it, the way the quiz's page does (``_READ_NUMBER_JS``).
 
     ``"0,092"``, ``"0.092"`` in full-width digits and ``"0\u3002092"`` are 0.092; ``"69,709"`` is
-    69709. ``"1,234"`` may be 1.234 or 1234: the reading near ``answer`` (within ``tolerance`` or half the answer)
+    69709; 2 and a counter word (U+4E2A) is 2; ``"95%"`` is 0.95 (or 95, where that is nearer ``answer``).
+    ``"1,234"`` may be 1.234 or 1234: the reading near ``answer`` (within ``tolerance`` or half the answer)
     if only one is, else ``Reading(None, ("1.234", "1234"))``, a question to ask.
     """
-    t = re.sub(r"\s", "", ascii_digits(text))
+    t = re.sub(r"[\u4e00-\u9fff]+$", "", re.sub(r"\s", "", ascii_digits(text)))  # a counter word (U+4E2A ...)
+    t = re.sub(r"^(\u5927?\u7ea6|~|\u2248)", "", t)  # "about" before it
+    t = re.sub(r"^\u767e\u5206\u4e4b(.+)$", r"\1%", t)  # "per hundred" before it: a percentage
+    if t.endswith("%"):  # 95% is 0.95, or 95 where the answer is given in percent
+        read = _read_plain(t[:-1], answer, tolerance)
+        if read.value is None:
+            return read
+        share = read.value / 100
+        as_is = answer is not None and abs(read.value - answer) < abs(share - answer)
+        return Reading(read.value if as_is else share)
+    return _read_plain(t, answer, tolerance)
+
+
+def _read_plain(t: str, answer: float | None, tolerance: float) -> Reading:
     if re.fullmatch(r"[-+]?[1-9]\d{0,2}(,\d{3})+(\.\d*)?", t):
         if re.fullmatch(r"[-+]?\d+,\d{3}", t):
             decimal, whole = t.replace(",", "."), t.replace(",", "")
@@ -140,9 +172,11 @@ UI = {"question": "Question.", "check": "Check", "your_answer": "Your answer:", 
       "retry": "Read the question again and retry.", "typeNumber": "Type a number, for example 0.5.",
       "wrongNumber": "Not quite: ", "is": " is ", "tooSmall": "too small", "tooLarge": "too large",
       "stop": ". ", "hint": "Check the formula above and retry.",
-      "ambiguous": "Did you mean {decimal} or {whole}? Write it with a point."}
+      "ambiguous": "Did you mean {decimal} or {whole}? Write it with a point.",
+      "asPercent": "Right number, written as a fraction: the question asks for a percentage (multiply by 100).",
+      "asFraction": "Right number, written as a percentage: the question asks for a fraction (divide by 100)."}
 _SCRIPT_UI = ("pick", "correct", "wrong", "retry", "typeNumber", "wrongNumber", "is", "tooSmall", "tooLarge", "stop",
-              "ambiguous")
+              "ambiguous", "asPercent", "asFraction")
 
 
 def _ui(language: str) -> dict:

@@ -106,7 +106,7 @@ def _mistakes(model, inputs, causal):
         (largest(na[:, :p] - nb[:, :p]),
          Message("you did not pass causal={causal} to the model: it ran with each layer's own setting, so "
                  "the mask you were asked to test was never switched. Call model(x, causal=causal)",
-                 causal=causal)),
+                 causal=str(causal))),
         (largest(a[:, :p].softmax(-1) - b[:, :p].softmax(-1)),
          Message("you compared probabilities (after softmax), not logits: the test measures the raw scores, "
                  "and a softmax hides a change that moves every logit of a row alike")),
@@ -131,7 +131,7 @@ def _check_case(c, fn, case) -> bool:
     want = prefix_logit_change(model, inputs, causal=causal)
     kept = inputs.clone()
     got = c.call(fn, model, inputs, causal)
-    label = Message("{name}, causal={causal}", name=name, causal=causal)
+    label = Message("{name}, causal={causal}", name=name, causal=str(causal))  # the literal, as the reader passes it
     if not torch.equal(inputs, kept):
         inputs.copy_(kept)
         return _expect(c, False, "", Message("{label}: your function changed the caller's inputs in place "
