@@ -20,7 +20,10 @@
     var page = new DOMParser().parseFromString(htmlString, "text/html");
     page.querySelectorAll(".cell_input, div.highlight, pre, #jb-print-toc, .rf-playground, .rf-quiz, .rf-source, " +
                           "nav, .toctree-wrapper, button, select, input, summary, .bd-header-article, " +
-                          ".header-article-items, .math, mjx-container").forEach(function (el) { el.remove(); });
+                          ".header-article-items, .onlyprint, mjx-assistive-mml").forEach(function (el) { el.remove(); });
+    page.querySelectorAll(".math").forEach(function (el) {  // math as plain symbols: 13-q, not \(13-q\)
+      el.textContent = el.textContent.replace(/\\[()\[\]]/g, "").replace(/\\(\w+)/g, "$1");
+    });
     return toText(page.documentElement.outerHTML, anchor);
   };
 })();
