@@ -85,5 +85,10 @@ def revformer_public_names() -> set[str]:
 EDITIONS = ("en", "zh_CN")  # the English site, and its Chinese edition in the folder zh_CN/
 
 
+def address(name: str, edition: str) -> str:
+    """A page's address in the served site: ``book/04_one_head``, or ``zh_CN/book/04_one_head``."""
+    return name if edition == "en" else f"{edition}/{name}"
+
+
 def page(name: str, edition: str = "en") -> Path:
     return (HTML if edition == "en" else HTML / edition) / f"{name}.html"

@@ -4,15 +4,11 @@ import json
 
 import pytest
 
-from book_facts import EDITIONS, chapter_files, page
+from book_facts import EDITIONS, address, chapter_files, page
 
 PAGES = ["book/intro", *chapter_files(), "book/playground", "book/glossary"]
 # What a graded question says first when wrong and when right, in each edition (revformer.quiz.UI).
 SAYS = {"en": ("Not quite", "Correct"), "zh_CN": ("还不对", "正确")}
-
-
-def address(name, edition):
-    return name if edition == "en" else f"{edition}/{name}"
 
 
 def open_page(browser, site, name):

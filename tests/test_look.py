@@ -1,7 +1,7 @@
 """How the pages look where a reader sees them: the header holds at every width, light and dark, in both editions."""
 import pytest
 
-from book_facts import EDITIONS
+from book_facts import EDITIONS, address
 
 WIDTHS = (1440, 1024, 390)
 SCHEMES = ("light", "dark")
@@ -18,10 +18,6 @@ MEASURE = """() => {
     .filter(e => e.offsetParent !== null && e.getBoundingClientRect().width > 0);
   return {header: box(header), items, searches: searches.length, width: window.innerWidth};
 }"""
-
-
-def address(name, edition):
-    return name if edition == "en" else f"{edition}/{name}"
 
 
 @pytest.mark.book

@@ -243,6 +243,10 @@ def english_section_ids(app, doctree):
             doctree.ids[name] = section
 
 
+# A Chinese glossary headword and its English: ``因果 mask（causal mask）``
+HEADWORD = re.compile(r"(.+?)（([^（）]+)）")
+
+
 def english_term_ids(app, doctree):
     """Chinese build: a glossary headword ``因果 mask（causal mask）`` keeps the English page's ``#term-causal-mask``."""
     from docutils import nodes
@@ -251,10 +255,10 @@ def english_term_ids(app, doctree):
     if app.config.revformer_language == "en":
         return
     for term in doctree.findall(nodes.term):
-        match = re.search(r"（([^（）]+)）$", term.astext())
+        match = HEADWORD.fullmatch(term.astext().strip())
         if not match or not term["ids"]:
             continue
-        name = _make_id("term-" + match.group(1))
+        name = _make_id("term-" + match.group(2))
         if name not in term["ids"]:
             term["ids"].insert(0, name)
             doctree.ids[name] = term
@@ -272,22 +276,19 @@ def term_index_entries(app, doctree):
     if app.config.revformer_language == "en":
         return
     for term in doctree.findall(nodes.term):
-        match = re.fullmatch(r"(.+?)（([^（）]+)）", term.astext().strip())
+        match = HEADWORD.fullmatch(term.astext().strip())
         for index in term.findall(addnodes.index) if match else ():
             extra = [(kind, part, target, main, None) for kind, _, target, main, _ in index["entries"]
                      for part in match.groups()]
             index["entries"].extend(extra)
 
 
-_homes: dict[str, str] = {}
-
-
-def term_homes(app, doctree, docname):
-    """The chapter each glossary term is taught in (its entry's first link to a chapter), for the search."""
+def term_homes(doctree, docname: str) -> dict[str, str]:
+    """The chapter each glossary term is taught in (its entry's first link to a chapter), for the search:
+    by the term's whole headword, its Chinese and English parts and the other names its entry lists."""
     from docutils import nodes
 
-    if not docname.endswith("glossary"):
-        return
+    homes = {}
     for item in doctree.findall(nodes.definition_list_item):
         terms = [t.astext().strip() for t in item.findall(nodes.term)]
         for line in re.findall(r"(?:本书用语|也称|Also called|In this book)[:：]\s*([^\n]+)", item.astext()):
@@ -295,24 +296,27 @@ def term_homes(app, doctree, docname):
         for ref in item.findall(nodes.reference):
             found = re.search(r"(\d\d_\w+)\.html", ref.get("refuri", ""))
             if found:
-                home = docname.rsplit("/", 1)[0] + "/" + found.group(1) if "/" in docname else found.group(1)
+                home = posixpath.join(posixpath.dirname(docname), found.group(1))
                 for term in terms:
-                    match = re.fullmatch(r"(.+?)（([^（）]+)）", term)
-                    for name in (term, *(match.groups() if match else ())):
-                        _homes[name.lower()] = home
+                    match = HEADWORD.fullmatch(term)
+                    homes.update(dict.fromkeys((n.lower() for n in (term, *(match.groups() if match else ()))),
+                                               home))
                 break
+    return homes
 
 
 def write_homes(app, exception):
+    """``_static/revformer-homes.js``: ``term_homes`` of the glossary's resolved doctree, whether or not this
+    build wrote the glossary page again."""
     import json
 
     if exception is None and app.builder.format == "html":
-        # from the glossary's resolved doctree, whether or not this build wrote the glossary page again
+        homes = {}
         for docname in sorted(app.env.found_docs):
             if docname.endswith("glossary"):
-                term_homes(app, app.env.get_and_resolve_doctree(docname, app.builder), docname)
+                homes.update(term_homes(app.env.get_and_resolve_doctree(docname, app.builder), docname))
         out = Path(app.outdir) / "_static" / "revformer-homes.js"
-        out.write_text("window.REVFORMER_HOMES = " + json.dumps(_homes, ensure_ascii=False, sort_keys=True) + ";\n",
+        out.write_text("window.REVFORMER_HOMES = " + json.dumps(homes, ensure_ascii=False, sort_keys=True) + ";\n",
                        encoding="utf-8")
 
 
