@@ -82,8 +82,8 @@ translations: $(VENV)/.book
 	$(PY) tools/translations.py notebooks
 
 # The repository and the site are named once, in _config.yml; these derive the rest.
-setup-cells:
-	$(PYTHON) tools/book.py setup-cells
+setup-cells: $(VENV)/.book
+	$(PY) tools/book.py setup-cells
 
 retarget:
 	@test -n "$(REPO)" || { echo "usage: make retarget REPO=https://github.com/OWNER/NAME [SITE=URL]"; exit 2; }

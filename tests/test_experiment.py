@@ -437,6 +437,11 @@ def test_the_cache_key_changes_with_the_package_code(small_config, tmp_path, mon
     assert cache_key(small_config, group, 100, "cpu") == key  # a question is no part of training
     before = fingerprint.source_fingerprint()
     model = copy / "model.py"
+    model.write_text(model.read_text().replace('"""', '"""A docstring\'s new first words. ', 1)
+                     + "\n\n# a comment, and two more blank lines\n")
+    assert cache_key(small_config, group, 100, "cpu") == key  # comments, docs: the same program, the same key
+    assert fingerprint.source_fingerprint() != before  # but the listings the chapters show change
+    before = fingerprint.source_fingerprint()
     model.write_text(model.read_text().replace("x = x + self.dropout", "x = x - self.dropout", 1))
     assert cache_key(small_config, group, 100, "cpu") != key  # one changed line: another key
     assert fingerprint.source_fingerprint() != before  # and the book's chapters run again

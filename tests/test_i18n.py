@@ -177,3 +177,18 @@ def test_the_most_specific_figure_template_wins():
     assert i18n.translate("seed 7 (this build)", "zh_CN") == "种子 7（本次构建）"
     assert i18n.translate("seed 7", "zh_CN") == "种子 7"
     assert i18n.translate("layer 1, head 2 of something new", "zh_CN") is None  # a field holds no words
+
+
+def test_a_chinese_report_line_folds_after_a_phrase_not_inside_a_word():
+    """A checker's Chinese line folds by display width, at a punctuation mark or space near the end when one is
+    there (the Chinese review: folds split words such as 因果|掩码), and between characters only when none is."""
+    from revformer.exercises import INDENT, fold, width_of
+
+    text = ("错误    第 2 行第 5 列的权重不为零：因果掩码应当把未来位置的分数设为负无穷，"
+            "再做 softmax，这样每一行只在过去和当前位置上分配注意力，总和仍为 1。")
+    lines = fold(text, width=76).split("\n")
+    assert "".join(line.strip() for line in lines).replace(" ", "") == text.replace(" ", "")
+    assert all(width_of(line) <= 76 for line in lines)
+    assert lines[0].endswith("负无穷，") and lines[1].startswith(" " * INDENT + "再做")
+    unbroken = "因" * 60  # no punctuation at all: it still folds, between characters
+    assert [width_of(line) for line in fold(unbroken, width=76).split("\n")] == [76, 8 + 44]

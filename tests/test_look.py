@@ -81,3 +81,113 @@ def test_every_figure_is_sharp_on_a_2x_screen(browser, site, edition):
     context.close()
     assert seen > 20, f"only {seen} figures found"
     assert not soft, "\n".join(soft[:15])
+
+
+DARK = "localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');"  # the theme's own switch
+
+
+@pytest.mark.book
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_no_figure_is_a_white_slab_in_dark_mode(browser, site, edition):
+    """In dark mode every figure shows its dark twin (revformer.plots.dark_chrome): measured on the screen, its
+    background is dark (the look review: every figure a white slab in dark mode; the theme also backs output
+    images with its light text colour there)."""
+    import io
+
+    from PIL import Image
+
+    from book_facts import chapter_files
+
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    context.add_init_script(DARK)
+    tab = context.new_page()
+    slabs, seen = [], 0
+    for name in chapter_files():
+        tab.goto(f"{site}/{address(name, edition)}.html", wait_until="load")
+        assert tab.evaluate("document.documentElement.dataset.theme") == "dark"
+        for image in tab.query_selector_all(".cell_output img"):
+            if not image.is_visible():
+                continue
+            seen += 1
+            src = image.get_attribute("src")
+            if "only-dark" not in (image.get_attribute("class") or ""):
+                slabs.append(f"{name}: {src} has no dark twin")
+                continue
+            image.scroll_into_view_if_needed()
+            shot = Image.open(io.BytesIO(image.screenshot())).convert("L")
+            # the frame of the figure is its background (a colour map may well be light inside): dark, as the
+            # page is; a white slab, or the theme's light backing of output images, is light there
+            width, height = shot.size
+            frame = sorted([shot.getpixel((x, y)) for x in range(width) for y in (1, height - 2)]
+                           + [shot.getpixel((x, y)) for y in range(height) for x in (1, width - 2)])
+            if frame[len(frame) // 2] > 90:
+                slabs.append(f"{name}: {src} has a light background in dark mode "
+                             f"(median {frame[len(frame) // 2]} of 255 around its edge)")
+    context.close()
+    assert seen > 20, f"only {seen} figures found"
+    assert not slabs, "\n".join(slabs[:15])
+
+
+def _figure_facts(edition: str) -> dict[str, dict]:
+    """What the build's kernels recorded about each figure (revformer.i18n.figure_bundle), by the SHA-256 of
+    the image a page of this edition shows (myst-nb's file name)."""
+    import base64
+    import hashlib
+    import json
+
+    from book_facts import ROOT
+
+    from book_facts import book_tool
+
+    folder = ROOT / "_build" / ("jupyter_execute" if edition == "en" else f"{edition}/_build/jupyter_execute")
+    facts = {}
+    for notebook in folder.rglob("*.ipynb"):
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        if edition == "en" and not any(c.get("outputs") for c in cells):  # read again from the Jupyter cache
+            source = ROOT / notebook.relative_to(folder)
+            cells = book_tool._translations().executed(ROOT / "_build", source)["cells"]
+        for cell in cells:
+            for output in cell.get("outputs", []):
+                shown = output.get("data", {}).get("image/png")
+                recorded = output.get("metadata", {}).get("revformer_i18n")
+                if shown and recorded:
+                    shown = "".join(shown) if isinstance(shown, list) else shown
+                    facts[hashlib.sha256(base64.b64decode(shown)).hexdigest()] = recorded
+    return facts
+
+
+@pytest.mark.book
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_every_figure_text_is_at_least_11_px_at_1440(browser, site, edition):
+    """The smallest text of every figure, as displayed at 1440 px: its height at the figure's dpi, scaled by
+    the width the figure is shown at (the look review: labels about 5 px tall in chapter 10's heatmaps)."""
+    import re
+
+    from book_facts import chapter_files
+
+    facts = _figure_facts(edition)
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    tab = context.new_page()
+    small, seen = [], 0
+    for name in chapter_files():
+        tab.goto(f"{site}/{address(name, edition)}.html", wait_until="load")
+        images = tab.evaluate("""() => [...document.querySelectorAll('.cell_output img')].map(img => ({
+            src: img.getAttribute('src'), natural: img.naturalWidth, shown: img.getBoundingClientRect().width}))""")
+        for image in images:
+            found = re.search(r"([0-9a-f]{64})\.png$", image["src"])
+            if not image["shown"] or not found:
+                continue
+            seen += 1
+            smallest = facts.get(found.group(1), {}).get("smallest_text_px")
+            if smallest is None:
+                small.append(f"{name}: {image['src']} has no record of its text sizes")
+                continue
+            displayed = smallest * image["shown"] / (image["natural"] / 2)  # the PNG holds twice the pixels
+            if displayed < 11:
+                small.append(f"{name}: {image['src'][-20:]}: smallest text {displayed:.1f} px "
+                             f"({smallest:.1f} px at 1x, shown at {image['shown'] / (image['natural'] / 2):.2f})")
+    context.close()
+    assert seen > 20, f"only {seen} figures found"
+    assert not small, f"{len(small)} figures:\n" + "\n".join(small)

@@ -98,6 +98,7 @@ def test_chapter_shape(name):
     for c in cells:
         if c["cell_type"] == "code" and "plt.show()" in source(c):
             assert c["metadata"].get("mystnb", {}).get("image", {}).get("alt"), "a figure without alt text"
+            assert c["metadata"]["mystnb"].get("figure", {}).get("caption"), f"{c['id']}: a figure without a caption"
     if number in EXERCISE_CHAPTERS:
         assert any("## Try it yourself" in t for t in text)
         assert any(re.search(r"\bcheck_\w+\(", t) for t in text)

@@ -71,6 +71,16 @@ def test_launch_links(name, edition):
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
+def test_a_markdown_page_offers_no_launch_that_cannot_run(edition):
+    """The playground is a Markdown page: Colab and Binder cannot open its source, so it has no launch buttons
+    (the look review: its Colab and Binder buttons opened playground.md); chapters keep theirs."""
+    hrefs = [a.get("href", "") for t, a in tags(page("book/playground", edition)) if t == "a"]
+    assert not any("colab.research.google.com" in h or "mybinder.org" in h for h in hrefs), hrefs
+    hrefs = [a.get("href", "") for t, a in tags(page("book/10_heatmaps", edition)) if t == "a"]
+    assert any("colab.research.google.com" in h for h in hrefs)
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_check_section_hidden_answers_and_graded_question(name, edition):
     html = page(name, edition).read_text(encoding="utf-8")
@@ -88,6 +98,50 @@ def test_figures_have_alt_text(name, edition):
         assert images, "this chapter must show a figure"
     for attrs in images:
         assert len(attrs.get("alt", "").strip()) > 20, f"figure {attrs['src']} lacks alt text"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_figures_are_numbered_and_the_prose_cites_only_figures_that_exist(name, edition):
+    """Every figure of a chapter sits in a <figure> whose caption starts "Figure 10.1." (Chinese: "图 10.1"),
+    numbered in order; a "Figure 10.2" the prose names is a figure of that chapter (the look review: no figure
+    numbered or captioned)."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page(name, edition).read_text(encoding="utf-8"), "html.parser")
+    number, word = chapter_number(name), ("Figure" if edition == "en" else "图")
+    figures = soup.select("figure")
+    for image in soup.select(".cell_output img"):
+        assert image.find_parent("figure"), f"{image.get('src')}: a figure without a caption"
+    labels = [f.select_one("figcaption .rf-figure-number") for f in figures]
+    assert [label.get_text() if label else None for label in labels] == [
+        f"Figure {number}.{k}." if edition == "en" else f"图 {number}.{k}" for k in range(1, len(figures) + 1)]
+    article = soup.select_one("article") or soup
+    for caption in article.select("figcaption"):
+        caption.decompose()
+    for chapter, k in re.findall(rf"{word} ?(\d+)\.(\d+)", article.get_text()):
+        assert int(chapter) != number or 1 <= int(k) <= len(figures), f"{word} {chapter}.{k} is not on the page"
+
+
+CODE_WIDTH = 88
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("name", toc_files())
+def test_no_code_line_is_wider_than_88_characters(name, edition):
+    """The code a reader sees (cells, collapsed ones too, and the package's listings) reads without scrolling
+    sideways (the look review: 123 lines over 88 characters on one page, 30-47 sideways boxes on a phone)."""
+    from bs4 import BeautifulSoup
+
+    import unicodedata
+
+    def columns(line):  # a Chinese character takes two columns of a monospaced font
+        return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+
+    soup = BeautifulSoup(page(name, edition).read_text(encoding="utf-8"), "html.parser")
+    cells = soup.select(".cell_input pre, .rf-source-code pre")
+    long = [line for block in cells for line in block.get_text().splitlines() if columns(line) > CODE_WIDTH]
+    assert not long, f"{len(long)} code lines over {CODE_WIDTH} columns, e.g. {long[:3]}"
 
 
 @pytest.mark.parametrize("edition", EDITIONS)

@@ -167,12 +167,13 @@ def build(seed: int) -> int:
         for name in (".jupyter_cache", ".doctrees", "jupyter_execute", "html"):
             shutil.rmtree(BUILD / name, ignore_errors=True)
         stamp.write_text(current)
-    # Sphinx renders the search scorer (book/_ext/_search/scorer.js) into language_data.js only when it
-    # writes pages: a site with another scorer is written again
-    scorer = (ROOT / "book" / "_ext" / "_search" / "scorer.js").read_text(encoding="utf-8").strip()
-    for site in (BUILD / "html", BUILD / "zh_CN" / "_build" / "html"):
-        rendered = site / "_static" / "language_data.js"
-        if site.exists() and (not rendered.exists() or scorer not in rendered.read_text(encoding="utf-8")):
+    # Sphinx writes again only the pages whose sources changed, and renders the search scorer into
+    # language_data.js only when it writes pages: a site written by another version of the book's extension
+    # (book/_ext: its handlers, static files and scorer) is written again whole.
+    sites, extension = (BUILD / "html", BUILD / "zh_CN" / "_build" / "html"), _extension_hash()
+    for site in sites:
+        stamp = site / ".revformer-extension"
+        if site.exists() and (not stamp.exists() or stamp.read_text() != extension):
             shutil.rmtree(site)
     _run(python, "-m", "revformer", "reproduce", "--out", DOWNLOADS, "--seed", seed, "--quiet", env=env)
     _run(python, "-m", "revformer", "sweep", "--out", DOWNLOADS, "--quiet", env=env)  # the seeds chapters
@@ -194,7 +195,17 @@ def build(seed: int) -> int:
          "--keep-going", env=env)
     # The Chinese edition, from the English one's executed notebooks (tools/translations.py).
     _run(python, ROOT / "tools" / "translations.py", "build", "--build", BUILD, env=env)
+    for site in sites:
+        (site / ".revformer-extension").write_text(extension)
     return 0
+
+
+def _extension_hash() -> str:
+    """SHA-256 over the files of the book's Sphinx extension (book/_ext), by path and content."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in (ROOT / "book" / "_ext").rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def main(argv=None) -> int:

@@ -5,8 +5,8 @@ that a translator opens it in Poedit, Weblate or any gettext tool:
 
 - ``locale/zh_CN/<page>.po`` translates one page of the book. A markdown cell is
   the entry whose ``msgctxt`` is the cell's id (a figure's alt text:
-  ``<cell id>:alt``; a block of a Markdown page, split at blank lines outside
-  code fences: ``b000``, ``b001``, ...). The page's code speaks through
+  ``<cell id>:alt``, its caption ``<cell id>:caption``; a block of a Markdown
+  page, split at blank lines outside code fences: ``b000``, ``b001``, ...). The page's code speaks through
   entries without a ``msgctxt``: the English templates of its ``say(...)``
   calls (found in its code cells) and the texts of its figures (found when the
   chapter runs), each with a comment saying where it comes from.
@@ -196,6 +196,9 @@ def english(source: Path) -> dict[str, str]:
             alt = c["metadata"].get("mystnb", {}).get("image", {}).get("alt")
             if alt:  # a figure's text for a reader who cannot see it, keyed "<cell id>:alt"
                 texts[f"{c['id']}:alt"] = alt
+            caption = c["metadata"].get("mystnb", {}).get("figure", {}).get("caption")
+            if caption:  # the caption under a figure, keyed "<cell id>:caption"
+                texts[f"{c['id']}:caption"] = caption
         return texts
     text = source.read_text(encoding="utf-8")
     front = ""
@@ -527,6 +530,8 @@ def zh_notebook(source: Path) -> tuple[dict, list[str]]:
     for cell in nb["cells"]:
         if f"{cell['id']}:alt" in texts:
             cell["metadata"]["mystnb"]["image"]["alt"] = texts[f"{cell['id']}:alt"]
+        if f"{cell['id']}:caption" in texts:
+            cell["metadata"]["mystnb"]["figure"]["caption"] = texts[f"{cell['id']}:caption"]
         if cell["cell_type"] == "markdown":
             cell["source"] = texts[cell["id"]].splitlines(keepends=True)
         elif cell["cell_type"] == "code" and not setup_done:

@@ -44,6 +44,12 @@ first (the headings of a page and its translation match one for one: the
 catalogue check compares them), so ``#why-the-future-must-be-hidden`` works on
 either page, and the edition link carries the reader's current anchor across.
 
+Figures have a dark twin. The build's kernels draw every figure once more for
+a dark page (``revformer.plots.dark_chrome``: transparent background, light
+texts and axes, the data's colours kept) into the output's metadata, and
+``dark_figures`` puts that twin beside each figure with the theme's
+``only-light``/``only-dark`` classes, so dark mode shows no white slab.
+
 ``revformer.source`` listings are Markdown outputs whose fence the theme
 highlights with its accessible light and dark styles;
 ``_static/revformer-book.css`` sets their head in the theme's muted text
@@ -51,7 +57,10 @@ colour, which keeps its contrast in both modes.
 """
 
 
+import base64
+import hashlib
 import html
+import json
 import posixpath
 import re
 from pathlib import Path
@@ -305,16 +314,33 @@ def term_homes(doctree, docname: str) -> dict[str, str]:
     return homes
 
 
-def write_homes(app, exception):
-    """``_static/revformer-homes.js``: ``term_homes`` of the glossary's resolved doctree, whether or not this
-    build wrote the glossary page again."""
-    import json
-
-    if exception is None and app.builder.format == "html":
-        homes = {}
+def all_homes(app) -> dict[str, str]:
+    """``term_homes`` of the glossary's resolved doctree, once per build (whether or not the glossary is written)."""
+    if getattr(app, "_revformer_homes", None) is None:
+        app._revformer_homes = {}  # set first: resolving the glossary emits doctree-resolved again
         for docname in sorted(app.env.found_docs):
             if docname.endswith("glossary"):
-                homes.update(term_homes(app.env.get_and_resolve_doctree(docname, app.builder), docname))
+                app._revformer_homes.update(term_homes(app.env.get_and_resolve_doctree(docname, app.builder),
+                                                       docname))
+    return app._revformer_homes
+
+
+def home_index_entries(app, doctree, docname):
+    """Search: every name of a glossary term is an index entry of the chapter that teaches it, so a query for a
+    name the chapter's prose does not use (因果掩码, where the prose says 因果 mask) still finds it."""
+    from sphinx import addnodes
+
+    if app.builder.format != "html" or docname.endswith("glossary"):
+        return
+    names = sorted(name for name, home in all_homes(app).items() if home == docname)
+    if names:
+        doctree.append(addnodes.index(entries=[("single", name, "", "main", None) for name in names]))
+
+
+def write_homes(app, exception):
+    """``_static/revformer-homes.js``: every glossary term's home chapter, for the search scorer."""
+    if exception is None and app.builder.format == "html":
+        homes = all_homes(app)
         out = Path(app.outdir) / "_static" / "revformer-homes.js"
         out.write_text("window.REVFORMER_HOMES = " + json.dumps(homes, ensure_ascii=False, sort_keys=True) + ";\n",
                        encoding="utf-8")
@@ -328,6 +354,102 @@ def search_scorer(app, config):
 
 STATIC = Path(__file__).parent / "_static"
 TEMPLATES = Path(__file__).parent / "_templates"
+
+
+# A figure as the HTML writer writes it: an image shown at another size is a link to its full-size file.
+IMAGE = re.compile(r'(?:<a class="reference internal image-reference" href="(?P<href>[^"]*)">)?'
+                   r'<img (?P<attrs>[^>]*?)src="(?P<src>(?:\.\./)*_images/(?P<sha>[0-9a-f]{64})\.png)"'
+                   r'(?P<rest>[^>]*)>(?(href)\s*</a>)')
+
+
+def executed_notebook(app, pagename: str) -> dict | None:
+    """The page's notebook with its outputs: myst-nb's copy in ``jupyter_execute``, or, where that copy has no
+    outputs (a page read again from the Jupyter cache), the cache's own record."""
+    copy = Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
+    notebook = json.loads(copy.read_text(encoding="utf-8")) if copy.is_file() else None
+    if notebook and any(c.get("outputs") for c in notebook["cells"]):
+        return notebook
+    cache, source = Path(app.outdir).parent / ".jupyter_cache", Path(app.env.doc2path(pagename))
+    if not (cache.is_dir() and source.suffix == ".ipynb"):
+        return notebook
+    import nbformat
+    from jupyter_cache import get_cache
+
+    try:
+        _, merged = get_cache(cache).merge_match_into_notebook(nbformat.read(source, as_version=4))
+    except KeyError:
+        return notebook
+    return json.loads(nbformat.writes(merged))
+
+
+def dark_twins(notebook: dict | None, language: str) -> dict[str, bytes]:
+    """The dark twins of a page's figures, by the SHA-256 of the figure the page shows (myst-nb's file name)."""
+    if not notebook:
+        return {}
+    twins = {}
+    for cell in notebook["cells"]:
+        for output in cell.get("outputs", []):
+            dark = output.get("metadata", {}).get("revformer_i18n", {}).get("dark")
+            shown = output.get("data", {}).get("image/png")
+            if dark and shown:
+                shown = "".join(shown) if isinstance(shown, list) else shown
+                sha = hashlib.sha256(base64.b64decode(shown)).hexdigest()
+                twins[sha] = base64.b64decode(dark.get(language) or dark["en"])
+    return twins
+
+
+def dark_figures(app, pagename, templatename, context, doctree):
+    """Give every figure of a chapter its dark twin (only one of the two shows, by the theme's mode); the twin
+    links to its own full-size file, as the figure does (a phone, a closer look)."""
+    body = context.get("body")
+    if not body or "_images/" not in body:
+        return
+    twins = dark_twins(executed_notebook(app, pagename), app.config.language or "en")
+    if not twins:
+        return
+    images = Path(app.outdir) / "_images"
+
+    def drawn(src, match, mode):
+        image = f'<img class="{mode}" {match["attrs"]}src="{src}"{match["rest"]}>'
+        if match["href"] is None:
+            return image
+        return f'<a class="reference internal image-reference {mode}" href="{src}">{image}</a>'
+
+    def twin(match):
+        sha, src = match["sha"], match["src"]
+        if sha not in twins:
+            return match[0]
+        images.mkdir(parents=True, exist_ok=True)
+        (images / f"{sha}-dark.png").write_bytes(twins[sha])
+        return drawn(src, match, "only-light") + drawn(src[:-len(".png")] + "-dark.png", match, "only-dark")
+
+    context["body"] = IMAGE.sub(twin, body)
+
+
+FIGURE_LABEL = {"en": "Figure {chapter}.{number}.", "zh_CN": "图 {chapter}.{number}"}
+
+
+def number_figures(app, doctree):
+    """A chapter's captioned figures are numbered in order, "Figure 10.1." (the caption is the cell's
+    ``mystnb.figure.caption``, translated like its alt text), so the prose can refer to them by number."""
+    from docutils import nodes
+
+    found = re.match(r"(?:.*/)?(\d\d)_", app.env.docname)
+    if not found:
+        return
+    label = FIGURE_LABEL.get(app.config.revformer_language, FIGURE_LABEL["en"])
+    captions = [c for c in doctree.findall(nodes.caption) if isinstance(c.parent, nodes.figure)]
+    for number, caption in enumerate(captions, start=1):
+        text = label.format(chapter=int(found.group(1)), number=number)
+        caption.insert(0, nodes.strong(text, text, classes=["rf-figure-number"]))
+        caption.insert(1, nodes.Text(" " if app.config.revformer_language == "en" else "\u3000"))
+
+
+def no_launch_for_pages(app, pagename, templatename, context, doctree):
+    """A Markdown page (the playground, the landing page) gets no launch buttons: Colab and Binder would open
+    its ``.md`` source, which they cannot run (the look review). Its model runs in the page itself."""
+    if context.get("sourcename", "").endswith((".md", ".md.txt")) and "header_buttons" in context:
+        context["header_buttons"] = [b for b in context["header_buttons"] if b.get("label") != "launch-buttons"]
 
 
 def add_static(app):
@@ -347,13 +469,17 @@ def setup(app):
     app.connect("doctree-read", english_section_ids, priority=400)
     app.connect("doctree-read", english_term_ids, priority=400)
     app.connect("doctree-read", term_index_entries, priority=410)
+    app.connect("doctree-read", number_figures)
     app.connect("build-finished", write_homes)
+    app.connect("doctree-resolved", home_index_entries)
     app.connect("config-inited", search_scorer)
     app.add_js_file("revformer-homes.js")
     app.connect("build-finished", record_section_ids)
     app.connect("config-inited", default_light_mode)
     app.connect("config-inited", theme_header)
     app.connect("html-page-context", edition_link)
+    app.connect("html-page-context", dark_figures)
+    app.connect("html-page-context", no_launch_for_pages, priority=600)  # after the theme's (501)
     app.connect("html-page-context", dedupe_scripts, priority=900)
     app.connect("html-page-context", relative_site_links, priority=950)
     app.connect("build-finished", check_site_links)

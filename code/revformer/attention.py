@@ -35,7 +35,8 @@ def softmax_over_keys(scores: torch.Tensor) -> torch.Tensor:
     return exp / exp.sum(dim=-1, keepdim=True)
 
 
-def scaled_dot_product_attention(q, k, v, causal: bool = True, scale: float | None = None):
+def scaled_dot_product_attention(q, k, v, causal: bool = True,
+                                 scale: float | None = None):
     """softmax(q k^T / sqrt(Dh), over the keys) v, with the causal mask if asked.
 
     ``scale`` replaces 1/sqrt(Dh) when given, as in PyTorch's own
@@ -49,8 +50,8 @@ def scaled_dot_product_attention(q, k, v, causal: bool = True, scale: float | No
     ``[B,H,Tq,T]``, the last ``Tq`` rows of the full matrix (chapter 20's KV
     cache asks for the new positions only).
     """
-    if (q.dim() < 2 or k.shape != v.shape or q.shape[:-2] != k.shape[:-2] or q.size(-1) != k.size(-1)
-            or q.size(-2) > k.size(-2)):
+    if (q.dim() < 2 or k.shape != v.shape or q.shape[:-2] != k.shape[:-2]
+            or q.size(-1) != k.size(-1) or q.size(-2) > k.size(-2)):
         raise ValueError(
             "q, k and v must have shape [B,H,T,Dh] (q may have fewer positions T), got "
             f"{list(q.shape)}, {list(k.shape)}, {list(v.shape)}"
@@ -63,7 +64,8 @@ def scaled_dot_product_attention(q, k, v, causal: bool = True, scale: float | No
         # normalised to sum to 1. Zeroing weights after the softmax would leave
         # rows that sum to less than 1.
         queries, keys = scores.shape[-2:]
-        mask = causal_mask(keys, scores.device)[keys - queries:]  # the last Tq rows, [Tq,T]
+        # the last Tq rows, [Tq,T]
+        mask = causal_mask(keys, scores.device)[keys - queries:]
         scores = scores.masked_fill(mask, float("-inf"))
     weights = softmax_over_keys(scores)  # [B,H,Tq,T]
     return weights @ v, weights  # [B,H,Tq,Dh], [B,H,Tq,T]
@@ -85,12 +87,14 @@ class MultiHeadSelfAttention(nn.Module):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if d_model % num_heads != 0:
-            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
+            raise ValueError(f"d_model ({d_model}) must be divisible by "
+                             f"num_heads ({num_heads})")
         self.d_model = d_model
         self.num_heads = num_heads
         self.head_dim = d_model // num_heads
         self.causal = causal
-        self.scale = score_multiplier / math.sqrt(self.head_dim)  # 1/sqrt(Dh) in the book's model
+        # 1/sqrt(Dh) in the book's model
+        self.scale = score_multiplier / math.sqrt(self.head_dim)
         self.q_proj = nn.Linear(d_model, d_model)
         self.k_proj = nn.Linear(d_model, d_model)
         self.v_proj = nn.Linear(d_model, d_model)
@@ -102,9 +106,11 @@ class MultiHeadSelfAttention(nn.Module):
         return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """``[B,H,T,Dh]`` -> ``[B,T,H,Dh]`` -> ``[B,T,D]``: heads side by side, head 0 first."""
+        """``[B,H,T,Dh]`` -> ``[B,T,H,Dh]`` -> ``[B,T,D]``: heads side by side,
+        head 0 first."""
         batch, _, length, _ = x.shape
-        # transpose gives a strided view; contiguous() copies it into the order view needs
+        # transpose gives a strided view; contiguous() copies it
+        # into the order view needs
         return x.transpose(1, 2).contiguous().view(batch, length, self.d_model)
 
     def forward(self, x: torch.Tensor, causal: bool | None = None):
@@ -114,10 +120,12 @@ class MultiHeadSelfAttention(nn.Module):
         it for this call only (chapter 11 turns the mask off this way).
         """
         if x.dim() != 3 or x.size(-1) != self.d_model:
-            raise ValueError(f"x must have shape [B,T,{self.d_model}], got {list(x.shape)}")
+            raise ValueError(f"x must have shape [B,T,{self.d_model}], "
+                             f"got {list(x.shape)}")
         q = self.split_heads(self.q_proj(x))  # [B,H,T,Dh]
         k = self.split_heads(self.k_proj(x))  # [B,H,T,Dh]
         v = self.split_heads(self.v_proj(x))  # [B,H,T,Dh]
         use_causal = self.causal if causal is None else causal
-        heads, weights = scaled_dot_product_attention(q, k, v, use_causal, self.scale)  # [B,H,T,Dh], [B,H,T,T]
+        # [B,H,T,Dh], [B,H,T,T]
+        heads, weights = scaled_dot_product_attention(q, k, v, use_causal, self.scale)
         return self.out_proj(self.merge_heads(heads)), weights  # [B,T,D], [B,H,T,T]

@@ -45,7 +45,8 @@ class TaskConfig:
         # The package's constants (prompt of 8, sample of 15) are written for
         # six digits; other lengths would need them rebuilt.
         _require(self.seq_len == 6, f"seq_len must be 6, got {self.seq_len!r}")
-        _require(self.num_digits == 10, f"num_digits must be 10, got {self.num_digits!r}")
+        _require(self.num_digits == 10,
+                 f"num_digits must be 10, got {self.num_digits!r}")
         specials = (self.bos, self.sep, self.eos)
         _require(
             specials == (10, 11, 12),
@@ -91,21 +92,26 @@ class ModelConfig:
     score_multiplier: float = 1.0
 
     def __post_init__(self):
-        for name in ("vocab_size", "max_positions", "d_model", "num_heads", "num_layers", "d_ff"):
+        for name in ("vocab_size", "max_positions", "d_model", "num_heads",
+                     "num_layers", "d_ff"):
             _positive_int(name, getattr(self, name))
         _require(
             self.d_model % self.num_heads == 0,
-            f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})",
+            f"d_model ({self.d_model}) must be divisible by "
+            f"num_heads ({self.num_heads})",
         )
         _require(
             isinstance(self.dropout, (int, float)) and 0.0 <= self.dropout < 1.0,
             f"dropout must be in [0, 1), got {self.dropout!r}",
         )
-        _require(isinstance(self.causal, bool), f"causal must be a bool, got {self.causal!r}")
+        _require(isinstance(self.causal, bool),
+                 f"causal must be a bool, got {self.causal!r}")
         _require(
-            isinstance(self.score_multiplier, (int, float)) and not isinstance(self.score_multiplier, bool)
+            isinstance(self.score_multiplier, (int, float))
+            and not isinstance(self.score_multiplier, bool)
             and 0.0 < self.score_multiplier < float("inf"),
-            f"score_multiplier must be a positive finite number, got {self.score_multiplier!r}",
+            f"score_multiplier must be a positive finite number, "
+            f"got {self.score_multiplier!r}",
         )
 
     @property
@@ -114,7 +120,8 @@ class ModelConfig:
 
 
 def default_seed() -> int:
-    """The seed of the models' initial weights: ``$REVFORMER_SEED`` if set, else the article's 42.
+    """The seed of the models' initial weights: ``$REVFORMER_SEED`` if set, else the
+    article's 42.
 
     ``make book SEED=7`` sets it, so that every page of that build shows the
     run of seed 7. Only the initial weights follow it (and the speed test's
@@ -161,8 +168,10 @@ class TrainConfig:
             _positive_int(name, getattr(self, name))
         for name in ("curve_every", "curve_until"):
             value = getattr(self, name)
-            _require(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
-                     f"{name} must be an int >= 0, got {value!r}")
+            _require(
+                isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+                f"{name} must be an int >= 0, got {value!r}",
+            )
         _require(isinstance(self.seed, int) and not isinstance(self.seed, bool),
                  f"seed must be an int, got {self.seed!r}")
         for name in ("learning_rate", "clip_norm", "time_limit_seconds"):
@@ -173,11 +182,13 @@ class TrainConfig:
             )
         _require(
             self.steps % self.eval_every == 0,
-            f"steps ({self.steps}) must be a multiple of eval_every ({self.eval_every})",
+            f"steps ({self.steps}) must be a multiple of "
+            f"eval_every ({self.eval_every})",
         )
 
     def curve_steps(self, steps: int | None = None) -> list[int]:
-        """The steps of the learning curve of a run of ``steps`` (default ``self.steps``), 0 first."""
+        """The steps of the learning curve of a run of ``steps`` (default
+        ``self.steps``), 0 first."""
         steps = self.steps if steps is None else steps
         if self.curve_every == 0:
             return []
@@ -235,10 +246,13 @@ class ExperimentConfig:
 
     @classmethod
     def from_dict(cls, record: dict) -> "ExperimentConfig":
-        """The inverse of ``to_dict`` (extra keys, such as ``config.json``'s, are refused)."""
+        """The inverse of ``to_dict`` (extra keys, such as ``config.json``'s, are
+        refused)."""
         try:
-            return cls(task=TaskConfig(**record["task"]), model=ModelConfig(**record["model"]),
-                       train=TrainConfig(**record["train"]), data=DataConfig(**record["data"]))
+            return cls(task=TaskConfig(**record["task"]),
+                       model=ModelConfig(**record["model"]),
+                       train=TrainConfig(**record["train"]),
+                       data=DataConfig(**record["data"]))
         except (KeyError, TypeError) as error:
             raise ValueError(f"not an experiment configuration: {error}") from None
 
@@ -264,4 +278,5 @@ def group(name: str) -> Group:
     for g in GROUPS:
         if g.name == name:
             return g
-    raise ValueError(f"unknown group {name!r}; expected one of {', '.join(GROUP_NAMES)}")
+    raise ValueError(f"unknown group {name!r}; "
+                     f"expected one of {', '.join(GROUP_NAMES)}")

@@ -36,9 +36,11 @@ def encode(digits) -> list[int]:
     1-D tensor or array). Anything else raises ``ValueError``.
     """
     if isinstance(digits, (str, bytes)):
-        raise ValueError(f"expected a sequence of {SEQ_LEN} ints 0-9, got the string {digits!r}")
+        raise ValueError(f"expected a sequence of {SEQ_LEN} ints 0-9, "
+                         f"got the string {digits!r}")
     if isinstance(digits, torch.Tensor):
-        if digits.dim() != 1 or digits.dtype.is_floating_point or digits.dtype == torch.bool:
+        if (digits.dim() != 1 or digits.dtype.is_floating_point
+                or digits.dtype == torch.bool):
             raise ValueError(
                 f"expected a 1-D integer tensor of {SEQ_LEN} digits, "
                 f"got shape {tuple(digits.shape)} and dtype {digits.dtype}"
@@ -54,7 +56,8 @@ def encode(digits) -> list[int]:
         raise ValueError(f"expected {SEQ_LEN} digits, got {len(values)}: {values!r}")
     for i, d in enumerate(values):
         if isinstance(d, bool) or not isinstance(d, Integral):
-            raise ValueError(f"digit {i} must be an int 0-9, got {d!r} ({type(d).__name__})")
+            raise ValueError(f"digit {i} must be an int 0-9, "
+                             f"got {d!r} ({type(d).__name__})")
         if not 0 <= d <= 9:
             raise ValueError(f"digit {i} must be between 0 and 9, got {d}")
     values = [int(d) for d in values]
@@ -66,9 +69,12 @@ def check_token_batch(tensor, width: int, name: str) -> None:
     if not isinstance(tensor, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
     if tensor.dim() != 2 or tensor.size(1) != width:
-        raise ValueError(f"{name} must have shape [B,{width}], got {list(tensor.shape)}")
-    if tensor.dtype.is_floating_point or tensor.dtype.is_complex or tensor.dtype == torch.bool:
-        raise ValueError(f"{name} must hold integer token ids, got dtype {tensor.dtype}")
+        raise ValueError(f"{name} must have shape [B,{width}], "
+                         f"got {list(tensor.shape)}")
+    if (tensor.dtype.is_floating_point or tensor.dtype.is_complex
+            or tensor.dtype == torch.bool):
+        raise ValueError(f"{name} must hold integer token ids, "
+                         f"got dtype {tensor.dtype}")
 
 
 def split_inputs_labels(full: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -123,7 +129,8 @@ def _digits_of(numbers: torch.Tensor, seq_len: int) -> torch.Tensor:
     return (numbers.unsqueeze(1) // powers) % 10
 
 
-def make_splits(data: DataConfig | None = None, task: TaskConfig | None = None) -> Splits:
+def make_splits(data: DataConfig | None = None,
+                task: TaskConfig | None = None) -> Splits:
     """Draw the test, validation and training sets, disjoint, from a private generator.
 
     Distinct six-digit sequences are drawn without replacement (one
@@ -136,7 +143,8 @@ def make_splits(data: DataConfig | None = None, task: TaskConfig | None = None) 
     total = data.test_size + data.val_size + data.train_size
     space = task.num_digits**task.seq_len
     if total > space:
-        raise ValueError(f"the splits ask for {total} distinct sequences, but only {space} exist")
+        raise ValueError(f"the splits ask for {total} distinct sequences, "
+                         f"but only {space} exist")
     generator = torch.Generator().manual_seed(data.seed)
     numbers = torch.randperm(space, generator=generator)[:total]
     digits = _digits_of(numbers, task.seq_len)  # [N,6]

@@ -17,7 +17,8 @@ import torch
 from . import __version__
 from .analysis import (attention_maps, next_answer_weight, prefix_logit_change,
                        reversal_weight)
-from .cache import CACHE_ENV, Run, cache_key, cache_path, default_cache_dir, load_run, save_run
+from .cache import (CACHE_ENV, Run, cache_key, cache_path, default_cache_dir, load_run,
+                    save_run)
 from .config import GROUP_NAMES, ExperimentConfig
 from .config import group as find_group
 from .data import Splits, make_splits, split_inputs_labels
@@ -52,7 +53,8 @@ def environment(device: torch.device) -> dict:
 
 
 class Experiment:
-    """The trained groups, the data, and the results derived from them (computed once)."""
+    """The trained groups, the data, and the results derived from them (computed
+    once)."""
 
     def __init__(self, config: ExperimentConfig, splits: Splits, device: torch.device,
                  budget: Budget, runs: dict[str, Run]):
@@ -73,7 +75,8 @@ class Experiment:
 
     def run(self, name: str = "four_heads") -> Run:
         if name not in self.runs:
-            raise ValueError(f"group {name!r} was not loaded; loaded: {', '.join(self.runs)}")
+            raise ValueError(f"group {name!r} was not loaded; "
+                             f"loaded: {', '.join(self.runs)}")
         return self.runs[name]
 
     @property
@@ -81,10 +84,12 @@ class Experiment:
         """Teacher-forced test inputs ``[512,14]``."""
         return split_inputs_labels(self.splits.test)[0]
 
-    def generated(self, name: str = "four_heads", causal: bool | None = None) -> torch.Tensor:
+    def generated(self, name: str = "four_heads",
+                  causal: bool | None = None) -> torch.Tensor:
         """Greedy answers ``[512,7]`` for the test prompts."""
-        return self._once(("generated", name, causal),
-                          lambda: generate(self.model(name), self.splits.prompts("test"), causal))
+        return self._once(
+            ("generated", name, causal),
+            lambda: generate(self.model(name), self.splits.prompts("test"), causal))
 
     def scores(self, name: str = "four_heads", causal: bool | None = None) -> Scores:
         return score(self.generated(name, causal), self.splits.answers("test"))
@@ -92,8 +97,9 @@ class Experiment:
     def attention(self, name: str = "four_heads", causal: bool | None = None,
                   index: int = 0) -> np.ndarray:
         """Weights ``[L,H,14,14]`` of test sample ``index``, teacher-forced."""
-        return self._once(("attention", name, causal, index),
-                          lambda: attention_maps(self.model(name), self.test_inputs[index], causal))
+        return self._once(
+            ("attention", name, causal, index),
+            lambda: attention_maps(self.model(name), self.test_inputs[index], causal))
 
     def mask_toggle(self) -> dict:
         """The trained full model with its mask toggled, no training."""
@@ -101,8 +107,10 @@ class Experiment:
             model, inputs = self.model("four_heads"), self.test_inputs
             off = self.scores("four_heads", causal=False)
             return {
-                "prefix_max_change_mask_on": prefix_logit_change(model, inputs, causal=True),
-                "prefix_max_change_mask_off": prefix_logit_change(model, inputs, causal=False),
+                "prefix_max_change_mask_on":
+                    prefix_logit_change(model, inputs, causal=True),
+                "prefix_max_change_mask_off":
+                    prefix_logit_change(model, inputs, causal=False),
                 "sequence_accuracy_mask_off": off.sequence_accuracy,
                 "digit_accuracy_mask_off": off.digit_accuracy,
             }
@@ -128,7 +136,8 @@ class Experiment:
             s = self.scores(name)
             _, train_loss, val_loss = run.history[-1]
             rows.append({"group": name, "num_heads": run.group.num_heads,
-                         "causal": run.group.causal, "parameters": count_parameters(run.model),
+                         "causal": run.group.causal,
+                         "parameters": count_parameters(run.model),
                          "train_loss": train_loss, "val_loss": val_loss,
                          "digit_accuracy": s.digit_accuracy,
                          "sequence_accuracy": s.sequence_accuracy,
@@ -138,13 +147,16 @@ class Experiment:
     def config_record(self) -> dict:
         """The contents of ``config.json``."""
         record = self.config.to_dict()
-        record["model"]["groups"] = {n: {"num_heads": r.group.num_heads, "causal": r.group.causal}
+        record["model"]["groups"] = {n: {"num_heads": r.group.num_heads,
+                                         "causal": r.group.causal}
                                      for n, r in self.runs.items()}
-        record["data"].update(train_size=self.splits.train.size(0), val_size=self.splits.val.size(0),
+        record["data"].update(train_size=self.splits.train.size(0),
+                              val_size=self.splits.val.size(0),
                               test_size=self.splits.test.size(0))
         record["budget"] = {
             "requested_steps": self.budget.requested_steps, "steps": self.budget.steps,
-            "lowered": self.budget.lowered, "seconds_per_step": self.budget.seconds_per_step,
+            "lowered": self.budget.lowered,
+            "seconds_per_step": self.budget.seconds_per_step,
             "projected_seconds": self.budget.projected_seconds,
             "limit_seconds": self.budget.limit_seconds, "reason": self.budget.reason,
         }
@@ -152,13 +164,16 @@ class Experiment:
         return record
 
 
-def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.device, cache_dir: Path,
-                  progress: bool | None = None, always_speed_test: bool = False,
+def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.device,
+                  cache_dir: Path, progress: bool | None = None,
+                  always_speed_test: bool = False,
                   parallel: bool | None = None) -> tuple[Budget, list[Run]]:
-    """The runs of ``jobs``, pairs ``(config, group)``, from the cache; the missing ones train into it.
+    """The runs of ``jobs``, pairs ``(config, group)``, from the cache; the missing
+    ones train into it.
 
     ``config`` gives the training budget; each job trains on the splits and
-    the batch table of its own configuration (``splits`` are ``config``'s). The full budget is used when every job is cached; otherwise the
+    the batch table of its own configuration (``splits`` are ``config``'s).
+    The full budget is used when every job is cached; otherwise the
     speed test runs first and, if the projected time of the three groups is
     over the limit, every job trains (or loads) the lowered budget alike.
     Missing runs train side by side in worker processes on a multi-core CPU
@@ -169,17 +184,20 @@ def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.
     """
     def cached(steps):
         keys = [cache_key(c, g, steps, device) for c, g in jobs]
-        return keys, [load_run(cache_path(cache_dir, g, key), key, c, g, device) for (c, g), key in zip(jobs, keys)]
+        return keys, [load_run(cache_path(cache_dir, g, key), key, c, g, device)
+                      for (c, g), key in zip(jobs, keys)]
 
     steps = config.train.steps
     keys, runs = cached(steps)
     if all(run is not None for run in runs) and not always_speed_test:
-        budget = Budget(steps, steps, None, None, config.train.time_limit_seconds, len(GROUP_NAMES),
-                        f"every group loaded from the cache, trained with the full {steps} steps")
+        budget = Budget(steps, steps, None, None, config.train.time_limit_seconds,
+                        len(GROUP_NAMES),
+                        f"every group loaded from the cache, trained with the full "
+                        f"{steps} steps")
     else:
         train_x, train_y = split_inputs_labels(splits.train)
-        budget = speed_test(train_x, train_y, config.train, device, groups=len(GROUP_NAMES),
-                            validation_rows=splits.val.size(0))
+        budget = speed_test(train_x, train_y, config.train, device,
+                            groups=len(GROUP_NAMES), validation_rows=splits.val.size(0))
         if budget.steps != steps:
             steps = budget.steps
             keys, runs = cached(steps)
@@ -187,22 +205,29 @@ def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.
     in_workers = use_workers(device, len(missing), parallel)
     if missing:
         per_run = budget.seconds_per_run(config.train)
-        announce([jobs[i] for i in missing], device=device, cache_dir=cache_dir, progress=progress,
-                 seconds=None if per_run is None else expected_seconds(per_run, len(missing), in_workers))
+        announce([jobs[i] for i in missing], device=device, cache_dir=cache_dir,
+                 progress=progress,
+                 seconds=(None if per_run is None
+                          else expected_seconds(per_run, len(missing), in_workers)))
     if in_workers:
-        train_in_workers([jobs[i] for i in missing], steps, cache_dir, progress=progress)
+        train_in_workers([jobs[i] for i in missing], steps, cache_dir,
+                         progress=progress)
         for i in missing:
             (c, g), key = jobs[i], keys[i]
             runs[i] = load_run(cache_path(cache_dir, g, key), key, c, g, device)
             if runs[i] is None:
-                raise RuntimeError(f"the worker for {g.name} (seed {c.train.seed}) wrote no usable cache file")
+                raise RuntimeError(f"the worker for {g.name} (seed {c.train.seed}) "
+                                   "wrote no usable cache file")
             runs[i].from_cache = False
     else:
-        with TrainingBars(len(missing), progress) as bars:  # each run draws its own bar; this one counts them
+        # each run draws its own bar; this one counts them
+        with TrainingBars(len(missing), progress) as bars:
             for i in missing:
                 (c, g), key = jobs[i], keys[i]
-                # a job with its own data or batch seed (a control of chapters 16-17) draws its own
-                job_splits = splits if c.data == config.data and c.task == config.task else make_splits(c.data, c.task)
+                # a job with its own data or batch seed (a control of chapters
+                # 16-17) draws its own
+                job_splits = (splits if c.data == config.data and c.task == config.task
+                              else make_splits(c.data, c.task))
                 schedule = batch_schedule(job_splits.train.size(0), c.train)[:steps]
                 runs[i] = train_group(c, g, job_splits, schedule, device, progress,
                                       description=f"{g.name} (seed {c.train.seed})")
@@ -211,9 +236,10 @@ def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.
     return budget, runs
 
 
-def load_experiment(config: ExperimentConfig | None = None, device="auto", cache_dir=None,
-                    groups=GROUP_NAMES, progress: bool | None = None,
-                    always_speed_test: bool = False, parallel: bool | None = None) -> Experiment:
+def load_experiment(config: ExperimentConfig | None = None, device="auto",
+                    cache_dir=None, groups=GROUP_NAMES, progress: bool | None = None,
+                    always_speed_test: bool = False,
+                    parallel: bool | None = None) -> Experiment:
     """Trained groups from the cache, training those that are missing.
 
     The full budget is used from the cache when every asked group is there.
@@ -228,10 +254,11 @@ def load_experiment(config: ExperimentConfig | None = None, device="auto", cache
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     chosen = [find_group(name) for name in groups]
     splits = make_splits(config.data, config.task)
-    budget, runs = load_or_train(config, [(config, g) for g in chosen], splits, device, cache_dir, progress,
-                                 always_speed_test, parallel)
+    budget, runs = load_or_train(config, [(config, g) for g in chosen], splits, device,
+                                 cache_dir, progress, always_speed_test, parallel)
     runs = {g.name: run for g, run in zip(chosen, runs)}
     return Experiment(config, splits, device, budget, runs)
 
 
-__all__ = ["CACHE_ENV", "Experiment", "Run", "environment", "load_experiment", "load_or_train"]
+__all__ = ["CACHE_ENV", "Experiment", "Run", "environment", "load_experiment",
+           "load_or_train"]

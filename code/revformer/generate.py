@@ -31,7 +31,8 @@ def check_prompts(prompts) -> None:
 
 
 class KVCache:
-    """Every layer's keys and values for the positions a model has read so far, ``[B,H,t,Dh]`` each.
+    """Every layer's keys and values for the positions a model has read so far,
+    ``[B,H,t,Dh]`` each.
 
     With the causal mask, position i's keys and values depend on tokens 0..i
     only, so they do not change when later tokens arrive: each step computes
@@ -47,21 +48,26 @@ class KVCache:
         self.length = 0  # positions read so far
 
     def next_logits(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Read the positions of ``tokens`` ``[B,T]`` not read yet; the logits ``[B,13]`` of the last one."""
+        """Read the positions of ``tokens`` ``[B,T]`` not read yet; the logits
+        ``[B,13]`` of the last one."""
         model, start = self.model, self.length
-        positions = torch.arange(start, tokens.size(1), device=tokens.device)  # the new positions only
-        x = model.token_embedding(tokens[:, start:]) + model.position_embedding(positions)  # [B,t,D]
+        # the new positions only
+        positions = torch.arange(start, tokens.size(1), device=tokens.device)
+        x = (model.token_embedding(tokens[:, start:])
+             + model.position_embedding(positions))  # [B,t,D]
         for layer, block in enumerate(model.blocks):
             attention = block.attention
             h = block.norm1(x)
-            q = attention.split_heads(attention.q_proj(h))  # [B,H,t,Dh]: the new queries
+            q = attention.split_heads(attention.q_proj(h))  # [B,H,t,Dh]: new queries
             k = attention.split_heads(attention.k_proj(h))
             v = attention.split_heads(attention.v_proj(h))
-            if start:  # the earlier positions' keys and values, kept from the steps before
+            # the earlier positions' keys and values, kept from the steps before
+            if start:
                 k = torch.cat([self.keys[layer], k], dim=2)  # [B,H,T,Dh]
                 v = torch.cat([self.values[layer], v], dim=2)
             self.keys[layer], self.values[layer] = k, v
-            heads, _ = scaled_dot_product_attention(q, k, v, True, attention.scale)  # the last t rows: [B,H,t,Dh]
+            # the last t rows: [B,H,t,Dh]
+            heads, _ = scaled_dot_product_attention(q, k, v, True, attention.scale)
             x = x + block.dropout(attention.out_proj(attention.merge_heads(heads)))
             x = x + block.dropout(block.ffn(block.norm2(x)))
         self.length = tokens.size(1)
@@ -69,16 +75,18 @@ class KVCache:
 
 
 def uses_mask(model, causal: bool | None = None) -> bool:
-    """Whether a forward pass with ``causal`` (None: each layer's own setting) masks every layer."""
+    """Whether a forward pass with ``causal`` (None: each layer's own setting)
+    masks every layer."""
     if causal is not None:
         return causal
     return all(block.attention.causal for block in model.blocks)
 
 
 @torch.inference_mode()
-def generate(model, prompts: torch.Tensor, causal: bool | None = None, kv_cache: bool = False,
-             return_logits: bool = False):
-    """``[B,8]`` prompts -> ``[B,7]`` greedy tokens; EOS repeats once a row has emitted it.
+def generate(model, prompts: torch.Tensor, causal: bool | None = None,
+             kv_cache: bool = False, return_logits: bool = False):
+    """``[B,8]`` prompts -> ``[B,7]`` greedy tokens; EOS repeats once a row has
+    emitted it.
 
     No token is forbidden: a model that writes SEP where a digit belongs is
     scored as wrong, not corrected. The model's train/eval mode is restored.
@@ -88,9 +96,10 @@ def generate(model, prompts: torch.Tensor, causal: bool | None = None, kv_cache:
     """
     check_prompts(prompts)
     if kv_cache and not uses_mask(model, causal):
-        raise ValueError("kv_cache=True needs the causal mask: without it every position reads the later "
-                         "ones, so the keys and values of earlier positions change with each new token, and "
-                         "kept ones would be stale; generate with kv_cache=False")
+        raise ValueError("kv_cache=True needs the causal mask: without it every "
+                         "position reads the later ones, so the keys and values of "
+                         "earlier positions change with each new token, and kept ones "
+                         "would be stale; generate with kv_cache=False")
     was_training = model.training
     model.eval()
     try:
@@ -101,10 +110,12 @@ def generate(model, prompts: torch.Tensor, causal: bool | None = None, kv_cache:
         new, read = [], []
         for _ in range(SEQ_LEN + 1):
             if cache is None:
-                logits, _ = model(tokens, causal=causal)  # [B,t,13]: the whole prefix again
+                # [B,t,13]: the whole prefix again
+                logits, _ = model(tokens, causal=causal)
                 last = logits[:, -1]  # the last position predicts what follows
             else:
-                last = cache.next_logits(tokens)  # [B,13]: only the new position is computed
+                # [B,13]: only the new position is computed
+                last = cache.next_logits(tokens)
             next_token = last.argmax(dim=-1).masked_fill(finished, EOS)
             finished |= next_token == EOS
             new.append(next_token)
@@ -113,7 +124,8 @@ def generate(model, prompts: torch.Tensor, causal: bool | None = None, kv_cache:
     finally:
         model.train(was_training)
     generated = torch.stack(new, dim=1).to(prompts.device)  # [B,7]
-    return (generated, torch.stack(read, dim=1).to(prompts.device)) if return_logits else generated
+    return ((generated, torch.stack(read, dim=1).to(prompts.device)) if return_logits
+            else generated)
 
 
 @dataclass(frozen=True)
@@ -126,7 +138,8 @@ class Scores:
     @property
     def digit_accuracy(self) -> float:
         """Right digits over all digit positions (B x 6)."""
-        return float(self.digits_correct.sum()) / (SEQ_LEN * self.digits_correct.numel())
+        return (float(self.digits_correct.sum())
+                / (SEQ_LEN * self.digits_correct.numel()))
 
     @property
     def sequence_accuracy(self) -> float:
@@ -137,11 +150,13 @@ class Scores:
 def score(generated: torch.Tensor, answers: torch.Tensor) -> Scores:
     """Compare ``[B,7]`` generated tokens with ``[B,7]`` answers (six digits, EOS)."""
     for name, t in (("generated", generated), ("answers", answers)):
-        if not isinstance(t, torch.Tensor) or t.dim() != 2 or t.size(1) != SEQ_LEN + 1:
+        if (not isinstance(t, torch.Tensor) or t.dim() != 2
+                or t.size(1) != SEQ_LEN + 1):
             shape = list(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
             raise ValueError(f"{name} must be a [B,{SEQ_LEN + 1}] tensor, got {shape}")
     if generated.size(0) != answers.size(0):
-        raise ValueError(f"generated has {generated.size(0)} rows but answers {answers.size(0)}")
+        raise ValueError(f"generated has {generated.size(0)} rows "
+                         f"but answers {answers.size(0)}")
     answers = answers.to(generated.device)
     digit_hits = generated[:, :SEQ_LEN] == answers[:, :SEQ_LEN]  # [B,6]
     ends = generated[:, SEQ_LEN] == EOS

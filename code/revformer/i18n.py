@@ -508,7 +508,37 @@ def figure_bundle(fig):
                 others[lang] = {"image/png": base64.b64encode(image).decode("ascii")}
         untranslated += done.untranslated
     # kept even when nothing changed: the build's tests read which texts each figure had
-    return {}, {METADATA_KEY: {**others, "sizes": sizes, "untranslated": untranslated, "texts": figure_texts(fig)}}
+    kept = {**others, "sizes": sizes, "untranslated": untranslated, "texts": figure_texts(fig),
+            "smallest_text_px": smallest_text_px(fig)}
+    if os.environ.get("REVFORMER_STATIC_BUILD"):  # the site's dark mode shows these (book/_ext)
+        kept["dark"] = dark_variants(fig, [lang for lang in LANGUAGES if lang == "en" or lang in others])
+    return {}, {METADATA_KEY: kept}
+
+
+def smallest_text_px(fig) -> float | None:
+    """The height in pixels, at the figure's own dpi (1x), of its smallest visible text (ticks included):
+    the site's tests scale it by the width the figure is shown at."""
+    from matplotlib.text import Text as TextArtist
+
+    sizes = [t.get_fontsize() for t in fig.findobj(TextArtist) if t.get_visible() and t.get_text().strip()
+             and (t.axes is None or t.axes.get_visible())]
+    return round(min(sizes) * fig.dpi / 72, 2) if sizes else None
+
+
+def dark_variants(fig, languages) -> dict[str, str]:
+    """``fig`` drawn for a dark page (``plots.dark_chrome``) in each of ``languages``: base64 PNGs at 2x."""
+    from contextlib import nullcontext
+
+    from IPython.core.pylabtools import retina_figure
+
+    from .plots import dark_chrome
+
+    drawn = {}
+    for lang in languages:
+        with nullcontext() if lang == "en" else _Translated(fig, lang), dark_chrome(fig):
+            image, _size = retina_figure(fig, bbox_inches="tight")
+        drawn[lang] = base64.b64encode(image).decode("ascii")
+    return drawn
 
 
 STARTUP = """# Written by revformer.i18n.startup_folder: the book's build draws every figure in every language.

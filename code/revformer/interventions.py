@@ -1,4 +1,5 @@
-"""Interventions on a trained model: take a part out, or put another output in its place.
+"""Interventions on a trained model: take a part out, or put another output in
+its place.
 
 Every function here changes the model's own forward pass through *hooks*,
 functions that PyTorch calls around a module's ``forward``, and removes them
@@ -36,28 +37,33 @@ def _device(model) -> torch.device:
 
 def _check_ids(ids) -> None:
     if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
-        raise ValueError(f"ids must be a [B,T] tensor of token ids, got {getattr(ids, 'shape', ids)!r}")
+        raise ValueError(f"ids must be a [B,T] tensor of token ids, "
+                         f"got {getattr(ids, 'shape', ids)!r}")
 
 
 @torch.no_grad()
 def head_outputs(model, ids: torch.Tensor) -> list[torch.Tensor]:
-    """What every head hands to its layer's output projection: one ``[B,H,T,Dh]`` per layer.
+    """What every head hands to its layer's output projection: one ``[B,H,T,Dh]``
+    per layer.
 
     A forward pre-hook on each ``out_proj`` records its input, the heads side
     by side ``[B,T,D]``, which is split back into heads here.
     """
     _check_ids(ids)
     captured = []
-    hooks = [block.attention.out_proj.register_forward_pre_hook(lambda module, args: captured.append(args[0]))
+    hooks = [block.attention.out_proj.register_forward_pre_hook(
+                 lambda module, args: captured.append(args[0]))
              for block in model.blocks]
     with evaluating(model, hooks):
         model(ids.to(_device(model)))
-    return [block.attention.split_heads(merged) for block, merged in zip(model.blocks, captured)]
+    return [block.attention.split_heads(merged)
+            for block, merged in zip(model.blocks, captured)]
 
 
 @torch.no_grad()
 def sublayer_outputs(model, ids: torch.Tensor) -> dict[tuple[int, str], torch.Tensor]:
-    """What each sublayer adds to the stream, ``{(layer, "attention" | "ffn"): [B,T,D]}``.
+    """What each sublayer adds to the stream,
+    ``{(layer, "attention" | "ffn"): [B,T,D]}``.
 
     A forward hook (called with a module's inputs and output right after it
     runs) on each block's ``attention`` and ``ffn`` records its output.
@@ -74,12 +80,14 @@ def sublayer_outputs(model, ids: torch.Tensor) -> dict[tuple[int, str], torch.Te
     return {key: captured[key] for key in sorted(captured)}
 
 
-_OUTSIDE = ("an intervention changes the model's own forward pass, but this pass called a layer's parts "
-            "directly (a KVCache does): use generate(..., kv_cache=False) inside the with block")
+_OUTSIDE = ("an intervention changes the model's own forward pass, but this pass "
+            "called a layer's parts directly (a KVCache does): "
+            "use generate(..., kv_cache=False) inside the with block")
 
 
 def _guard(model, layers) -> list:
-    """Hooks that make a pass which bypasses ``TransformerBlock.forward`` (a KV cache) raise.
+    """Hooks that make a pass which bypasses ``TransformerBlock.forward`` (a KV
+    cache) raise.
 
     A pre-hook and a hook on each block count whether its ``forward`` is
     running; a pre-hook on its ``norm1``, which every pass through the layer
@@ -98,23 +106,27 @@ def _guard(model, layers) -> list:
         def check(module, args, running=running):
             if not running[0]:
                 raise ValueError(_OUTSIDE)
-        hooks += [block.register_forward_pre_hook(enter), block.register_forward_hook(leave),
+        hooks += [block.register_forward_pre_hook(enter),
+                  block.register_forward_hook(leave),
                   block.norm1.register_forward_pre_hook(check)]
     return hooks
 
 
 def _positions(value: torch.Tensor, length: int, what) -> torch.Tensor:
-    """A ``[T,W]`` replacement cut to the ``length`` positions of this call; a ``[W]`` one as it is."""
+    """A ``[T,W]`` replacement cut to the ``length`` positions of this call; a
+    ``[W]`` one as it is."""
     if value.dim() == 2:
         if value.size(0) < length:
-            raise ValueError(f"the [T,W] output for {what} has {value.size(0)} positions; this call needs {length}")
+            raise ValueError(f"the [T,W] output for {what} has {value.size(0)} "
+                             f"positions; this call needs {length}")
         return value[:length]
     return value
 
 
 @contextmanager
 def replaced_heads(model, replacements: dict):
-    """Inside the block, heads hand other outputs than their own to the output projection.
+    """Inside the block, heads hand other outputs than their own to the output
+    projection.
 
     ``replacements`` maps ``(layer, head)`` to the output that head hands on
     instead: ``[T,Dh]`` (one vector per position) or ``[Dh]``. Its mean over a
@@ -129,27 +141,33 @@ def replaced_heads(model, replacements: dict):
                 or any(isinstance(n, bool) or not isinstance(n, int) for n in pair)):
             raise ValueError(f"heads are (layer, head) pairs of ints, got {pair!r}")
         layer, head = pair
-        if not (0 <= layer < len(blocks) and 0 <= head < blocks[layer].attention.num_heads):
-            raise ValueError(f"cannot replace head {pair}: the model has layers 0-{len(blocks) - 1} "
+        if not (0 <= layer < len(blocks)
+                and 0 <= head < blocks[layer].attention.num_heads):
+            raise ValueError(f"cannot replace head {pair}: the model has "
+                             f"layers 0-{len(blocks) - 1} "
                              f"and heads 0-{blocks[0].attention.num_heads - 1}")
         value = torch.as_tensor(value)
         head_dim = blocks[layer].attention.head_dim
         if value.dim() not in (1, 2) or value.size(-1) != head_dim:
-            raise ValueError(f"the output of head {pair} must be [{head_dim}] or [T,{head_dim}], "
-                             f"got {list(value.shape)}")
+            raise ValueError(f"the output of head {pair} must be [{head_dim}] "
+                             f"or [T,{head_dim}], got {list(value.shape)}")
         by_layer.setdefault(layer, {})[head] = value
 
     def replace_for(layer):
         attention = blocks[layer].attention
 
         def replace(module, args):  # args[0]: the heads side by side, [B,T,D]
-            heads = attention.split_heads(args[0]).clone()  # [B,H,T,Dh], a copy to change
+            # [B,H,T,Dh], a copy to change
+            heads = attention.split_heads(args[0]).clone()
             for head, value in by_layer[layer].items():
-                heads[:, head] = _positions(value, heads.size(2), (layer, head)).to(heads.device, heads.dtype)
+                heads[:, head] = (_positions(value, heads.size(2), (layer, head))
+                                  .to(heads.device, heads.dtype))
             return (attention.merge_heads(heads),)
         return replace
 
-    hooks = [blocks[layer].attention.out_proj.register_forward_pre_hook(replace_for(layer)) for layer in by_layer]
+    hooks = [blocks[layer].attention.out_proj.register_forward_pre_hook(
+                 replace_for(layer))
+             for layer in by_layer]
     hooks += _guard(model, by_layer)
     try:
         yield model
@@ -159,7 +177,8 @@ def replaced_heads(model, replacements: dict):
 
 
 def zeroed_heads(model, heads):
-    """Inside the block, the ``(layer, head)`` pairs of ``heads`` hand zeros to their output projection.
+    """Inside the block, the ``(layer, head)`` pairs of ``heads`` hand zeros to their
+    output projection.
 
     ``with zeroed_heads(model, [(0, 2)]): logits, _ = model(ids)`` is the
     model with layer 0's head 2 knocked out; outside the block it is whole.
@@ -168,14 +187,17 @@ def zeroed_heads(model, heads):
     if len(set(pairs)) != len(pairs):
         raise ValueError(f"each head may be named once, got {pairs!r}")
     head_dim = model.blocks[0].attention.head_dim  # every layer has the same heads
-    return replaced_heads(model, {pair: torch.zeros(head_dim) for pair in pairs})  # it checks each pair
+    # replaced_heads checks each pair
+    return replaced_heads(model, {pair: torch.zeros(head_dim) for pair in pairs})
 
 
 def _check_sublayer(model, key) -> tuple[int, str]:
     layers = len(model.blocks)
-    if (not isinstance(key, tuple) or len(key) != 2 or isinstance(key[0], bool) or not isinstance(key[0], int)
-            or not 0 <= key[0] < layers or key[1] not in PARTS):
-        raise ValueError(f"a sublayer is (layer, part) with layer 0-{layers - 1} and part one of {PARTS}, got {key!r}")
+    if (not isinstance(key, tuple) or len(key) != 2 or isinstance(key[0], bool)
+            or not isinstance(key[0], int) or not 0 <= key[0] < layers
+            or key[1] not in PARTS):
+        raise ValueError(f"a sublayer is (layer, part) with layer 0-{layers - 1} "
+                         f"and part one of {PARTS}, got {key!r}")
     return key
 
 
@@ -193,22 +215,27 @@ def replaced_sublayers(model, replacements: dict):
     checked = {}
     for key, value in replacements.items():
         layer, part = _check_sublayer(model, key)
-        value = torch.zeros(()) if isinstance(value, (int, float)) and value == 0 else torch.as_tensor(value)
+        value = (torch.zeros(()) if isinstance(value, (int, float)) and value == 0
+                 else torch.as_tensor(value))
         width = model.blocks[layer].attention.d_model
-        if value.dim() > 2 or (value.dim() >= 1 and value.size(-1) != width) or (value.dim() == 0 and value != 0):
-            raise ValueError(f"the output of {key} must be 0, a [{width}] vector or a [T,{width}] tensor, "
-                             f"got shape {list(value.shape)}")
+        if (value.dim() > 2 or (value.dim() >= 1 and value.size(-1) != width)
+                or (value.dim() == 0 and value != 0)):
+            raise ValueError(f"the output of {key} must be 0, a [{width}] vector "
+                             f"or a [T,{width}] tensor, got shape {list(value.shape)}")
         checked[(layer, part)] = value
 
     def hook_for(key):
         def hook(module, args, output):
-            out = output[0] if isinstance(output, tuple) else output  # attention returns (x, weights)
-            value = _positions(checked[key], out.size(1), key).to(out.device, out.dtype).expand_as(out)
+            # attention returns (x, weights)
+            out = output[0] if isinstance(output, tuple) else output
+            value = (_positions(checked[key], out.size(1), key)
+                     .to(out.device, out.dtype).expand_as(out))
             return (value, output[1]) if isinstance(output, tuple) else value
         layer, part = key
         return getattr(model.blocks[layer], part).register_forward_hook(hook)
 
-    hooks = [hook_for(key) for key in checked] + _guard(model, [layer for layer, _ in checked])
+    hooks = ([hook_for(key) for key in checked]
+             + _guard(model, [layer for layer, _ in checked]))
     try:
         yield model
     finally:
@@ -216,4 +243,5 @@ def replaced_sublayers(model, replacements: dict):
             hook.remove()
 
 
-__all__ = ["PARTS", "head_outputs", "replaced_heads", "replaced_sublayers", "sublayer_outputs", "zeroed_heads"]
+__all__ = ["PARTS", "head_outputs", "replaced_heads", "replaced_sublayers",
+           "sublayer_outputs", "zeroed_heads"]

@@ -35,10 +35,12 @@ from .config import DataConfig, ExperimentConfig, Group, ModelConfig, TrainConfi
 from .data import BOS, EOS, IGNORE_INDEX, SEP
 from .model import make_model
 from .progress import announce, expected_seconds
-from .train import batch_schedule, progress_enabled, resolve_device, speed_test, train_model
+from .train import (batch_schedule, progress_enabled, resolve_device, speed_test,
+                    train_model)
 
 MIN_DIGITS, MAX_DIGITS = 1, 8  # the lengths the model trains on
-MAX_LEN = 2 * MAX_DIGITS + 3  # 19 tokens: the longest sample, and the rows of the position table
+# 19 tokens: the longest sample, and the rows of the position table
+MAX_LEN = 2 * MAX_DIGITS + 3
 GROUP = Group("mixed_lengths", 4, True)
 
 
@@ -51,7 +53,8 @@ def sample(digits) -> list[int]:
 
 
 def pad(samples, width: int = MAX_LEN) -> torch.Tensor:
-    """Samples of different lengths -> one ``[N,width]`` tensor, each row filled up with EOS."""
+    """Samples of different lengths -> one ``[N,width]`` tensor, each row filled up
+    with EOS."""
     rows = torch.full((len(samples), width), EOS, dtype=torch.long)
     for i, s in enumerate(samples):
         if len(s) > width:
@@ -61,7 +64,8 @@ def pad(samples, width: int = MAX_LEN) -> torch.Tensor:
 
 
 def inputs_labels(full: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Padded samples ``[N,W]`` -> inputs and labels ``[N,W-1]``, labels -100 where nothing is predicted.
+    """Padded samples ``[N,W]`` -> inputs and labels ``[N,W-1]``, labels -100 where
+    nothing is predicted.
 
     Row by row, ``SEP`` sits at ``s = n + 1``; the labels of positions
     ``s .. 2s - 1`` (the ``n`` reversed digits and ``EOS``) are kept, all
@@ -69,7 +73,8 @@ def inputs_labels(full: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """
     inputs = full[:, :-1].contiguous()  # [N,W-1]
     labels = full[:, 1:].clone()  # [N,W-1]: the label of position i is the token at i+1
-    sep = (full == SEP).int().argmax(dim=1, keepdim=True)  # [N,1]: each row's SEP position
+    # [N,1]: each row's SEP position
+    sep = (full == SEP).int().argmax(dim=1, keepdim=True)
     position = torch.arange(labels.size(1)).unsqueeze(0)  # [1,W-1]
     labels[(position < sep) | (position > 2 * sep - 1)] = IGNORE_INDEX
     return inputs, labels
@@ -83,12 +88,15 @@ def _draw(generator, n: int, count: int, exclude=frozenset()) -> list[int]:
     """``count`` numbers below 10^n (repeats allowed), none of them in ``exclude``."""
     drawn: list[int] = []
     while len(drawn) < count:
-        drawn += [x for x in torch.randint(10 ** n, (count,), generator=generator).tolist() if x not in exclude]
+        drawn += [x for x in
+                  torch.randint(10 ** n, (count,), generator=generator).tolist()
+                  if x not in exclude]
     return drawn[:count]
 
 
 def trained_lengths(held_out_lengths=()) -> tuple[int, ...]:
-    """The lengths 1-8 a model trains on once ``held_out_lengths`` are left out; a ValueError if that is wrong.
+    """The lengths 1-8 a model trains on once ``held_out_lengths`` are left out; a
+    ValueError if that is wrong.
 
     Each held-out length must be one of 1-8 (nine digits are never trained
     anyway), none twice, and at least one length must be left to train on.
@@ -98,7 +106,8 @@ def trained_lengths(held_out_lengths=()) -> tuple[int, ...]:
     for n in held:
         if isinstance(n, bool) or not isinstance(n, int) or n not in lengths:
             raise ValueError(f"held-out length {n!r} is not one of the trained lengths "
-                             f"{MIN_DIGITS}-{MAX_DIGITS}: only a length that is trained can be held out")
+                             f"{MIN_DIGITS}-{MAX_DIGITS}: only a length that is "
+                             "trained can be held out")
     if len(set(held)) != len(held):
         raise ValueError(f"held_out_lengths names a length twice: {held!r}")
     kept = tuple(n for n in lengths if n not in held)
@@ -109,7 +118,8 @@ def trained_lengths(held_out_lengths=()) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class MixedConfig(ExperimentConfig):
-    """The package's ``ExperimentConfig`` and the lengths left out of training and validation.
+    """The package's ``ExperimentConfig`` and the lengths left out of training and
+    validation.
 
     ``held_out_lengths=()`` trains on every length 1-8; ``(5,)`` on 1-4 and
     6-8 (chapter 21's control). It is part of ``to_dict``, so of the cache key.
@@ -119,8 +129,10 @@ class MixedConfig(ExperimentConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if isinstance(self.held_out_lengths, (str, bytes)) or not hasattr(self.held_out_lengths, "__iter__"):
-            raise ValueError(f"held_out_lengths must be a tuple of lengths, got {self.held_out_lengths!r}")
+        if (isinstance(self.held_out_lengths, (str, bytes))
+                or not hasattr(self.held_out_lengths, "__iter__")):
+            raise ValueError(f"held_out_lengths must be a tuple of lengths, "
+                             f"got {self.held_out_lengths!r}")
         held = tuple(self.held_out_lengths)
         trained_lengths(held)  # raises on a length that is not trained, or on none left
         object.__setattr__(self, "held_out_lengths", tuple(sorted(held)))
@@ -128,7 +140,8 @@ class MixedConfig(ExperimentConfig):
 
 @dataclass(frozen=True)
 class MixedSplits:
-    """Padded training and validation samples ``[N,19]``; per length, the test questions ``[M,n]``.
+    """Padded training and validation samples ``[N,19]``; per length, the test
+    questions ``[M,n]``.
 
     ``test[n]`` holds distinct questions of ``n`` digits, for n = 1 to 9. For
     n <= 2 they are every question there is (10 and 100), so the training
@@ -140,15 +153,18 @@ class MixedSplits:
     train: torch.Tensor
     val: torch.Tensor
     test: dict
-    lengths: tuple = tuple(range(MIN_DIGITS, MAX_DIGITS + 1))  # the lengths in train and val
+    # the lengths in train and val
+    lengths: tuple = tuple(range(MIN_DIGITS, MAX_DIGITS + 1))
 
     def held_out(self, n: int) -> bool:
-        """Whether the test questions of ``n`` digits are kept out of training (all of them, n >= 3)."""
+        """Whether the test questions of ``n`` digits are kept out of training (all of
+        them, n >= 3)."""
         return len(self.test[n]) < 10 ** n
 
 
 def make_mixed_splits(data: DataConfig, held_out_lengths=()) -> MixedSplits:
-    """Training and validation samples, an equal share of each length 1-8; test questions of 1-9 digits.
+    """Training and validation samples, an equal share of each length 1-8; test
+    questions of 1-9 digits.
 
     ``data.test_size`` is the number of test questions per length (at most
     all of them); the draws come from a private generator seeded with
@@ -162,7 +178,8 @@ def make_mixed_splits(data: DataConfig, held_out_lengths=()) -> MixedSplits:
     generator = torch.Generator().manual_seed(data.seed)
     test, exclude = {}, {}
     for n in range(MIN_DIGITS, MAX_DIGITS + 2):
-        if 10 ** n < 5 * data.test_size:  # the test would be over a fifth of all questions: take them all
+        # the test would be over a fifth of all questions: take them all
+        if 10 ** n < 5 * data.test_size:
             numbers = list(range(10 ** n))
             exclude[n] = frozenset()
         else:
@@ -177,15 +194,20 @@ def make_mixed_splits(data: DataConfig, held_out_lengths=()) -> MixedSplits:
         per_length = size // (MAX_DIGITS - MIN_DIGITS + 1)
         drawn = [(n, sample(_digits(x, n))) for n in range(MIN_DIGITS, MAX_DIGITS + 1)
                  for x in _draw(generator, n, per_length, exclude[n])]
-        order = torch.randperm(len(drawn), generator=generator).tolist()  # lengths mixed within a batch
-        return pad([drawn[i][1] for i in order if drawn[i][0] in kept])  # held-out lengths dropped
+        # lengths mixed within a batch
+        order = torch.randperm(len(drawn), generator=generator).tolist()
+        # held-out lengths dropped
+        return pad([drawn[i][1] for i in order if drawn[i][0] in kept])
 
-    return MixedSplits(train=split(data.train_size), val=split(data.val_size), test=test, lengths=kept)
+    return MixedSplits(train=split(data.train_size), val=split(data.val_size),
+                       test=test, lengths=kept)
 
 
-def mixed_config(steps: int = 1500, seed: int | None = None, learning_rate: float = 1e-3,
-                 batch_size: int = 128, held_out_lengths=()) -> MixedConfig:
-    """The book's model with a position table of 19, on the mixed data; ``seed=None``: the build's.
+def mixed_config(steps: int = 1500, seed: int | None = None,
+                 learning_rate: float = 1e-3, batch_size: int = 128,
+                 held_out_lengths=()) -> MixedConfig:
+    """The book's model with a position table of 19, on the mixed data;
+    ``seed=None``: the build's.
 
     ``held_out_lengths=(5,)``: the same run without five-digit samples.
 
@@ -194,46 +216,59 @@ def mixed_config(steps: int = 1500, seed: int | None = None, learning_rate: floa
     late in training, so that a run could end on such a jump; with 1e-3 and
     128 it settled within 1,500 steps for each seed tried (42, 7 and 0-3).
     """
-    train = TrainConfig(steps=steps, batch_size=batch_size, eval_every=250, curve_every=0,
-                        learning_rate=learning_rate)
+    train = TrainConfig(steps=steps, batch_size=batch_size, eval_every=250,
+                        curve_every=0, learning_rate=learning_rate)
     if seed is not None:
         train = dataclasses.replace(train, seed=seed)
     return MixedConfig(model=ModelConfig(max_positions=MAX_LEN), train=train,
-                       data=DataConfig(train_size=8000, val_size=800, test_size=200, seed=2025),
+                       data=DataConfig(train_size=8000, val_size=800, test_size=200,
+                                       seed=2025),
                        held_out_lengths=held_out_lengths)
 
 
 def mixed_key(config: MixedConfig, device) -> str:
-    """The package's cache key of the run, with this file's own hash folded in."""
-    own = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    return hashlib.sha256(f"{cache_key(config, GROUP, config.train.steps, device)}:{own}".encode()).hexdigest()
+    """The package's cache key of the run, with this file's program folded in (its syntax tree without
+    comments and docstrings, as for the training modules: ``revformer.fingerprint``)."""
+    from .fingerprint import _program
+
+    own = hashlib.sha256(_program(Path(__file__).read_text(encoding="utf-8")).encode()).hexdigest()
+    return hashlib.sha256(f"{cache_key(config, GROUP, config.train.steps, device)}"
+                          f":{own}".encode()).hexdigest()
 
 
 def train_mixed(config: MixedConfig | None = None, device="auto", cache_dir=None,
                 progress: bool | None = None) -> Run:
-    """The model trained on mixed lengths: from the cache, or trained (and cached) here."""
+    """The model trained on mixed lengths: from the cache, or trained (and cached)
+    here."""
     config = config or mixed_config()
     if not isinstance(config, MixedConfig):
-        raise TypeError(f"train_mixed needs a MixedConfig (lengths.mixed_config()), got {type(config).__name__}")
+        raise TypeError(f"train_mixed needs a MixedConfig (lengths.mixed_config()), "
+                        f"got {type(config).__name__}")
     device = resolve_device(device)
     key = mixed_key(config, device)
-    path = cache_path(cache_dir if cache_dir is not None else default_cache_dir(), GROUP, key)
+    path = cache_path(cache_dir if cache_dir is not None else default_cache_dir(),
+                      GROUP, key)
     run = load_run(path, key, config, GROUP, device)
     if run is not None:
         return run
     splits = make_mixed_splits(config.data, config.held_out_lengths)
     train_x, train_y = inputs_labels(splits.train)
     val_x, val_y = inputs_labels(splits.val)
-    if progress_enabled(progress):  # a speed test only to say how long the wait will be (no budget to plan)
-        budget = speed_test(train_x, train_y, config.train, device, groups=1, validation_rows=val_x.size(0),
-                            model_config=config.model)
-        seconds = expected_seconds(budget.seconds_per_run(config.train, config.train.steps), 1, in_workers=False)
+    # a speed test only to say how long the wait will be (no budget to plan)
+    if progress_enabled(progress):
+        budget = speed_test(train_x, train_y, config.train, device, groups=1,
+                            validation_rows=val_x.size(0), model_config=config.model)
+        seconds = expected_seconds(
+            budget.seconds_per_run(config.train, config.train.steps), 1,
+            in_workers=False)
         announce([(config, GROUP)], seconds, device, path.parent, progress)
-    model = make_model(GROUP.num_heads, config.train.seed, GROUP.causal, config.model, device)
-    result = train_model(model, train_x, train_y, val_x, val_y, batch_schedule(train_x.size(0), config.train),
+    model = make_model(GROUP.num_heads, config.train.seed, GROUP.causal, config.model,
+                       device)
+    result = train_model(model, train_x, train_y, val_x, val_y,
+                         batch_schedule(train_x.size(0), config.train),
                          config.train, progress, description=GROUP.name)
-    run = Run(GROUP, result.model, result.history, result.batch_losses, result.seconds, result.steps,
-              result.curve, torch.get_num_threads())
+    run = Run(GROUP, result.model, result.history, result.batch_losses, result.seconds,
+              result.steps, result.curve, torch.get_num_threads())
     save_run(path, key, run)
     return run
 
@@ -241,12 +276,15 @@ def train_mixed(config: MixedConfig | None = None, device="auto", cache_dir=None
 def prompts_of(questions: torch.Tensor) -> torch.Tensor:
     """Questions ``[B,n]`` -> prompts ``[B,n+2]``: ``BOS d1..dn SEP``."""
     b = questions.size(0)
-    return torch.cat([torch.full((b, 1), BOS), questions.long(), torch.full((b, 1), SEP)], dim=1)
+    return torch.cat([torch.full((b, 1), BOS), questions.long(),
+                      torch.full((b, 1), SEP)], dim=1)
 
 
 @torch.inference_mode()
-def generate_any(model, prompts: torch.Tensor, steps: int | None = None) -> torch.Tensor:
-    """Greedy tokens ``[B,steps]`` after prompts ``[B,n+2]`` of any one length (default: n + 1 steps).
+def generate_any(model, prompts: torch.Tensor,
+                 steps: int | None = None) -> torch.Tensor:
+    """Greedy tokens ``[B,steps]`` after prompts ``[B,n+2]`` of any one length
+    (default: n + 1 steps).
 
     The package's ``generate`` again, without its check for eight-token
     prompts: each pass reads the whole prefix and appends the last
@@ -270,10 +308,12 @@ def generate_any(model, prompts: torch.Tensor, steps: int | None = None) -> torc
 
 @dataclass(frozen=True)
 class LengthScores:
-    """Greedy answers to questions of one length, compared with the reversed questions."""
+    """Greedy answers to questions of one length, compared with the reversed
+    questions."""
 
     digit_hits: torch.Tensor  # [B,n] bool: answer digit i right
-    ends: torch.Tensor | None  # [B] bool: EOS right after the n digits (None: not generated)
+    # [B] bool: EOS right after the n digits (None: not generated)
+    ends: torch.Tensor | None
 
     @property
     def digit_accuracy(self) -> float:
@@ -292,10 +332,12 @@ class LengthScores:
 
 
 def score_any(generated: torch.Tensor, questions: torch.Tensor) -> LengthScores:
-    """``[B,k]`` generated tokens against questions ``[B,n]``: digits 0..n-1, then EOS if k > n."""
+    """``[B,k]`` generated tokens against questions ``[B,n]``: digits 0..n-1, then
+    EOS if k > n."""
     n = questions.size(1)
     if generated.size(0) != questions.size(0) or generated.size(1) < n:
-        raise ValueError(f"generated {list(generated.shape)} must have {questions.size(0)} rows and at least "
+        raise ValueError(f"generated {list(generated.shape)} must have "
+                         f"{questions.size(0)} rows and at least "
                          f"{n} tokens for questions {list(questions.shape)}")
     hits = generated[:, :n] == questions.flip(1)
     return LengthScores(hits, generated[:, n] == EOS if generated.size(1) > n else None)

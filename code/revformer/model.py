@@ -16,7 +16,8 @@ from .config import ModelConfig, default_seed
 
 
 class FeedForward(nn.Module):
-    """Position-wise ``Linear(D,Dff) -> GELU -> Linear(Dff,D)``: no mixing across positions."""
+    """Position-wise ``Linear(D,Dff) -> GELU -> Linear(Dff,D)``: no mixing across
+    positions."""
 
     def __init__(self, d_model: int = 64, d_ff: int = 128):
         super().__init__()
@@ -38,8 +39,8 @@ class TransformerBlock(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.norm1 = nn.LayerNorm(config.d_model)
-        self.attention = MultiHeadSelfAttention(config.d_model, config.num_heads, config.causal,
-                                                config.score_multiplier)
+        self.attention = MultiHeadSelfAttention(config.d_model, config.num_heads,
+                                                config.causal, config.score_multiplier)
         self.norm2 = nn.LayerNorm(config.d_model)
         self.ffn = FeedForward(config.d_model, config.d_ff)
         self.dropout = nn.Dropout(config.dropout)
@@ -66,7 +67,8 @@ class ReversalTransformer(nn.Module):
         self.lm_head = nn.Linear(c.d_model, c.vocab_size)
 
     def forward(self, ids: torch.Tensor, causal: bool | None = None):
-        """ids ``[B,T]`` -> (logits ``[B,T,13]``, per-layer weights, each ``[B,H,T,T]``).
+        """ids ``[B,T]`` -> (logits ``[B,T,13]``, per-layer weights, each
+        ``[B,H,T,T]``).
 
         ``causal=None`` keeps every layer's own mask setting; True or False
         sets the mask of every layer for this call.
@@ -80,7 +82,8 @@ class ReversalTransformer(nn.Module):
                 f"({self.config.max_positions})"
             )
         positions = torch.arange(length, device=ids.device)  # [T]: 0, 1, ..., T-1
-        x = self.token_embedding(ids) + self.position_embedding(positions)  # [B,T,D] + [T,D]
+        # [B,T,D] + [T,D]
+        x = self.token_embedding(ids) + self.position_embedding(positions)
         attention = []
         for block in self.blocks:
             x, weights = block(x, causal)
@@ -117,7 +120,8 @@ def make_model(num_heads: int = 4, seed: int | None = None, causal: bool = True,
     ``num_heads`` and ``causal`` override ``config``. Weights are drawn on the
     CPU and then moved, so a seed gives the same values on every device.
     """
-    config = dataclasses.replace(config or ModelConfig(), num_heads=num_heads, causal=causal)
+    config = dataclasses.replace(config or ModelConfig(), num_heads=num_heads,
+                                 causal=causal)
     model = ReversalTransformer(config)
     init_weights(model, default_seed() if seed is None else seed)
     return model.to(device) if device is not None else model

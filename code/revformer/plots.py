@@ -27,7 +27,7 @@ def _weights(weights) -> np.ndarray:
 
 
 def heatmap(ax, matrix, row_labels, col_labels, vmin=0.0, vmax=1.0, cmap=ATTENTION_CMAP,
-            fontsize=7):
+            fontsize=8):
     """Draw ``matrix`` [rows, cols] on ``ax`` with labelled axes; return the image."""
     image = ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax, aspect="equal",
                       interpolation="nearest")
@@ -38,6 +38,16 @@ def heatmap(ax, matrix, row_labels, col_labels, vmin=0.0, vmax=1.0, cmap=ATTENTI
     return image
 
 
+def _inner_labels_off(ax, left=False, bottom=False):
+    """Hide ``ax``'s tick labels and axis label on the sides shared with a neighbour."""
+    if left:
+        ax.tick_params(labelleft=False)
+        ax.set_ylabel("")
+    if bottom:
+        ax.tick_params(labelbottom=False)
+        ax.set_xlabel("")
+
+
 def _dividers(ax, color="white"):
     # Queries from 7 on are supervised (they predict the answer); keys from 8
     # on hold answer tokens as inputs. The lines are one apart: the shift.
@@ -46,22 +56,25 @@ def _dividers(ax, color="white"):
 
 
 def plot_attention_grid(weights, tokens, title=None, dividers=True):
-    """All layers (rows) and heads (columns) of ``[L,H,T,T]`` on one 0-1 scale."""
+    """All layers (columns) and heads (rows) of ``[L,H,T,T]`` on one 0-1 scale.
+
+    Layers side by side keep the figure narrow enough for the page's column
+    at a readable size; the axes are labelled once, on the outer panels.
+    """
     w = _weights(weights)
     layers, heads = w.shape[:2]
     labels = position_labels(tokens)
-    fig, axes = plt.subplots(layers, heads, figsize=(3.1 * heads + 0.8, 3.2 * layers + 0.6),
+    fig, axes = plt.subplots(heads, layers, figsize=(2.15 * layers + 1.6, 2.3 * heads + 1.2),
                              squeeze=False, constrained_layout=True)
     for layer in range(layers):
         for head in range(heads):
-            ax = axes[layer, head]
-            image = heatmap(ax, w[layer, head], labels, labels, fontsize=6)
+            ax = axes[head, layer]
+            image = heatmap(ax, w[layer, head], labels, labels)
             if dividers:
                 _dividers(ax)
-            ax.set_title(f"layer {layer}, head {head}", fontsize=9)
-            if head:
-                ax.set_ylabel("")
-    fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+            ax.set_title(f"layer {layer}, head {head}", fontsize=10)
+            _inner_labels_off(ax, left=layer > 0, bottom=head < heads - 1)
+    fig.colorbar(image, ax=axes, shrink=0.5, aspect=30, label="attention weight")
     if title:
         fig.suptitle(title)
     return fig
@@ -78,22 +91,27 @@ def plot_reversal_crop(weights, tokens, layer=0, title=None):
     labels = position_labels(tokens)
     keys = list(range(1, PROMPT_LEN - 1))
     rows = list(ANSWER_QUERIES)
-    fig, axes = plt.subplots(1, heads, figsize=(3.0 * heads + 0.8, 3.3), squeeze=False,
-                             constrained_layout=True)
+    # two panels a row: at the column's width a cell still holds its number
+    cols = min(heads, 2)
+    grid = -(-heads // cols)
+    fig, axes = plt.subplots(grid, cols, figsize=(2.4 * cols + 1.5, 2.45 * grid + 0.9),
+                             squeeze=False, constrained_layout=True)
     for head in range(heads):
-        ax = axes[0, head]
+        ax = axes[head // cols, head % cols]
         crop = w[head][np.ix_(rows, keys)]
-        image = heatmap(ax, crop, [labels[q] for q in rows], [labels[k] for k in keys], fontsize=7)
+        image = heatmap(ax, crop, [labels[q] for q in rows], [labels[k] for k in keys])
+        ax.tick_params(axis="x", labelrotation=0)
         for i, q in enumerate(rows):
             j = keys.index(reversal_key(q))
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="#ff3b30", lw=1.8))
             for jj in range(len(keys)):
                 value = crop[i, jj]
-                ax.text(jj, i, f"{value:.2f}", ha="center", va="center", fontsize=5.5,
+                ax.text(jj, i, f"{value:.2f}", ha="center", va="center", fontsize=8,
                         color="black" if value > 0.6 else "white")
-        ax.set_title(f"layer {layer}, head {head}", fontsize=9)
-        if head:
-            ax.set_ylabel("")
+        ax.set_title(f"layer {layer}, head {head}", fontsize=10)
+        _inner_labels_off(ax, left=head % cols > 0, bottom=head + cols < heads)
+    for ax in axes.flat[heads:]:
+        ax.set_visible(False)
     fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight (not re-normalised)")
     if title:
         fig.suptitle(title)
@@ -123,7 +141,7 @@ def plot_mask_toggle(on, off, tokens, head=0):
         raise ValueError(f"mask-on and mask-off weights differ in shape: {on.shape} vs {off.shape}")
     labels = position_labels(tokens)
     layers = on.shape[0]
-    fig, axes = plt.subplots(layers, 3, figsize=(11, 3.5 * layers + 0.4), squeeze=False,
+    fig, axes = plt.subplots(layers, 3, figsize=(7.6, 2.75 * layers + 1.5), squeeze=False,
                              constrained_layout=True)
     for layer in range(layers):
         panels = ((on[layer, head], "mask on", 0, 1, ATTENTION_CMAP),
@@ -131,14 +149,15 @@ def plot_mask_toggle(on, off, tokens, head=0):
                   (off[layer, head] - on[layer, head], "off minus on", -1, 1, DIFFERENCE_CMAP))
         for col, (matrix, name, lo, hi, cmap) in enumerate(panels):
             ax = axes[layer, col]
-            image = heatmap(ax, matrix, labels, labels, lo, hi, cmap, fontsize=6)
+            image = heatmap(ax, matrix, labels, labels, lo, hi, cmap)
             ax.plot([-0.5, len(labels) - 0.5], [-0.5, len(labels) - 0.5], color="white" if col < 2 else "black",
                     lw=0.8, ls=":")
             ax.set_title(f"layer {layer}, head {head}: {name}", fontsize=9)
-            if col:
-                ax.set_ylabel("")
+            _inner_labels_off(ax, left=col > 0, bottom=layer < layers - 1)
+            # the scales go below the panels, so that three fit across the column
             if layer == 0 and col in (1, 2):
-                fig.colorbar(image, ax=axes[:, col], shrink=0.7,
+                fig.colorbar(image, ax=axes[:, :2] if col == 1 else axes[:, 2], location="bottom",
+                             shrink=0.8, aspect=25 if col == 1 else 12,
                              label="attention weight" if col == 1 else "change of weight")
     return fig
 
@@ -174,3 +193,136 @@ def plot_ablation(histories: dict, stats: list[dict], layer=0):
 
 __all__ = ["ATTENTION_CMAP", "DIFFERENCE_CMAP", "heatmap", "plot_ablation", "plot_attention_grid",
            "plot_losses", "plot_mask_toggle", "plot_reversal_crop"]
+
+
+# The page's colours in the theme's dark mode (the PyData theme's text and background).
+DARK_TEXT, DARK_LINE, DARK_BACKGROUND = "#ced6dd", "#9aa5b1", "#14181e"
+
+
+def _grey(colour, darker_than: float) -> bool:
+    """True for a grey or black (no hue) darker than ``darker_than`` (0 black, 1 white)."""
+    from matplotlib.colors import to_rgba
+
+    if colour is None or (isinstance(colour, str) and colour in ("none", "auto")):
+        return False
+    try:
+        r, g, b, a = to_rgba(colour)
+    except (TypeError, ValueError):
+        return False
+    return a > 0 and max(r, g, b) - min(r, g, b) < 0.12 and max(r, g, b) < darker_than
+
+
+def _light(colour) -> bool:
+    """True for a white or near-white colour (a background)."""
+    from matplotlib.colors import to_rgba
+
+    try:
+        r, g, b, a = to_rgba(colour)
+    except (TypeError, ValueError):
+        return False
+    return a > 0 and min(r, g, b) > 0.85
+
+
+def _pale(colour) -> bool:
+    """True for a pale colour that is not near-white (a tinted box, which keeps its tint)."""
+    from matplotlib.colors import to_rgba
+
+    try:
+        r, g, b, a = to_rgba(colour)
+    except (TypeError, ValueError):
+        return False
+    return a > 0 and 0.6 < min(r, g, b) <= 0.85
+
+
+def _dark_hue(colour) -> bool:
+    """True for a dark colour with a hue (a dark blue label): too dim on a dark page."""
+    from matplotlib.colors import to_rgba
+
+    try:
+        r, g, b, a = to_rgba(colour)
+    except (TypeError, ValueError):
+        return False
+    return a > 0 and max(r, g, b) < 0.6 and not _grey(colour, 1.0)
+
+
+def _lightened(colour, by: float = 0.45):
+    """``colour`` mixed with white: the same hue, readable on a dark page."""
+    from matplotlib.colors import to_rgba
+
+    r, g, b, a = to_rgba(colour)
+    return (r + (1 - r) * by, g + (1 - g) * by, b + (1 - b) * by, a)
+
+
+class dark_chrome:
+    """``fig`` drawn for a dark page while inside: the same data, its frame recoloured.
+
+    A figure's chrome (white backgrounds and boxes, black and grey texts, axes, ticks,
+    lines and arrows) becomes transparent, dark or light; dark coloured texts are
+    lightened; every colour that carries data (a colormap, a group's colour) stays.
+    Texts written on an image or a mesh (a heatmap's numbers, chosen black or white for
+    their cell) and texts on a tinted box (which keeps its tint) stay as they are.
+    Everything is put back on exit.
+    """
+
+    def __init__(self, fig):
+        self.fig = fig
+
+    def _set(self, getter, setter, new):
+        self.saved.append((setter, getter()))
+        setter(new)
+
+    def __enter__(self):
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+        from matplotlib.text import Text
+
+        self.saved = []
+        fig = self.fig
+        renderer = fig.canvas.get_renderer()
+        over_images = {id(t) for ax in fig.axes if ax.images or any(hasattr(c, "get_array") and
+                       c.get_array() is not None for c in ax.collections) for t in ax.texts}
+        tinted = [p for ax in fig.axes for p in ax.patches if _pale(p.get_facecolor())]
+
+        def on_tint(text):  # the text's centre lies on a tinted box of its axes
+            if text.axes is None or not any(p.axes is text.axes for p in tinted):
+                return False
+            box = text.get_window_extent(renderer)
+            centre = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
+            return any(p.axes is text.axes and p.contains_point(centre) for p in tinted)
+
+        backgrounds = {id(fig.patch)} | {id(ax.patch) for ax in fig.axes}
+        if _light(fig.get_facecolor()):
+            self._set(fig.get_facecolor, fig.set_facecolor, (0, 0, 0, 0))
+        for ax in fig.axes:
+            if _light(ax.get_facecolor()):
+                self._set(ax.get_facecolor, ax.set_facecolor, (0, 0, 0, 0))
+        artists = fig.findobj()
+        arrows = [a.arrow_patch for a in artists if getattr(a, "arrow_patch", None) is not None]
+        for artist in artists + arrows:
+            if isinstance(artist, Text):
+                box = artist.get_bbox_patch()
+                if (id(artist) in over_images or (box is not None and _light(box.get_facecolor()))
+                        or on_tint(artist)):
+                    continue
+                if _grey(artist.get_color(), 0.6):
+                    self._set(artist.get_color, artist.set_color, DARK_TEXT)
+                elif _dark_hue(artist.get_color()):
+                    self._set(artist.get_color, artist.set_color, _lightened(artist.get_color()))
+            elif isinstance(artist, Line2D):  # black stays the lightest, grey a step darker
+                for get, put in ((artist.get_color, artist.set_color),
+                                 (artist.get_markeredgecolor, artist.set_markeredgecolor)):
+                    if _grey(get(), 0.6):
+                        self._set(get, put, DARK_TEXT if _grey(get(), 0.3) else DARK_LINE)
+            elif isinstance(artist, Patch) and id(artist) not in backgrounds:
+                if _light(artist.get_facecolor()):  # a legend's frame, a white box
+                    self._set(artist.get_facecolor, artist.set_facecolor, DARK_BACKGROUND)
+                elif _grey(artist.get_facecolor(), 0.25):
+                    self._set(artist.get_facecolor, artist.set_facecolor, DARK_LINE)
+                if _grey(artist.get_edgecolor(), 0.6):
+                    self._set(artist.get_edgecolor, artist.set_edgecolor, DARK_LINE)
+        return self
+
+    def __exit__(self, *exc):
+        for setter, old in reversed(self.saved):
+            setter(old)
+        return False

@@ -27,7 +27,8 @@ import torch.nn.functional as F
 from .analysis import evaluating
 from .data import IGNORE_INDEX, PROMPT_LEN
 from .generate import generate, score
-from .interventions import PARTS, head_outputs, replaced_heads, replaced_sublayers, sublayer_outputs, zeroed_heads
+from .interventions import (PARTS, head_outputs, replaced_heads, replaced_sublayers,
+                            sublayer_outputs, zeroed_heads)
 
 
 @torch.no_grad()
@@ -40,7 +41,8 @@ def residual_stream(model, ids: torch.Tensor) -> dict[str, torch.Tensor]:
     what each block returns.
     """
     if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
-        raise ValueError(f"ids must be a [B,T] tensor of token ids, got {getattr(ids, 'shape', ids)!r}")
+        raise ValueError(f"ids must be a [B,T] tensor of token ids, "
+                         f"got {getattr(ids, 'shape', ids)!r}")
     stream, hooks = {}, []
 
     def read_input(name):
@@ -49,26 +51,30 @@ def residual_stream(model, ids: torch.Tensor) -> dict[str, torch.Tensor]:
         return pre_hook
 
     def read_output(name):
-        def hook(module, args, output):  # called with the inputs and the output: (x, weights) for a block
+        # called with the inputs and the output: (x, weights) for a block
+        def hook(module, args, output):
             stream[name] = output[0]
         return hook
 
     hooks.append(model.blocks[0].register_forward_pre_hook(read_input("embeddings")))
     for layer, block in enumerate(model.blocks):
-        hooks.append(block.norm2.register_forward_pre_hook(read_input(f"after attention {layer}")))
+        hooks.append(block.norm2.register_forward_pre_hook(
+            read_input(f"after attention {layer}")))
         hooks.append(block.register_forward_hook(read_output(f"after block {layer}")))
     with evaluating(model, hooks):
         model(ids.to(next(model.parameters()).device))
-    order = ["embeddings"] + [f"after {what} {layer}" for layer in range(len(model.blocks))
+    order = ["embeddings"] + [f"after {what} {layer}"
+                              for layer in range(len(model.blocks))
                               for what in ("attention", "block")]
     return {name: stream[name] for name in order}
 
 
 @torch.no_grad()
 def logit_lens(model, ids: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Every stage of ``residual_stream`` read through ``final_norm`` and ``lm_head``:
-    logits ``[B,T,13]``. The last stage is the model's own output."""
-    return {name: model.lm_head(model.final_norm(x)) for name, x in residual_stream(model, ids).items()}
+    """Every stage of ``residual_stream`` read through ``final_norm`` and
+    ``lm_head``: logits ``[B,T,13]``. The last stage is the model's own output."""
+    return {name: model.lm_head(model.final_norm(x))
+            for name, x in residual_stream(model, ids).items()}
 
 
 @dataclass(frozen=True)
@@ -76,9 +82,12 @@ class AnswerScores:
     """Teacher-forced results over the supervised positions (7-13 here)."""
 
     loss: float  # mean cross-entropy, as in training
-    digit_accuracy: float  # share of answer digits (all supervised positions but the last) predicted right
-    sequence_accuracy: float  # share of rows with every supervised token right, EOS included
-    margins: torch.Tensor  # [B,P]: right logit minus the largest wrong one; > 0 where the argmax is right
+    # share of answer digits (all supervised positions but the last) predicted right
+    digit_accuracy: float
+    # share of rows with every supervised token right, EOS included
+    sequence_accuracy: float
+    # [B,P]: right logit minus the largest wrong one; > 0 where the argmax is right
+    margins: torch.Tensor
 
     @property
     def min_margin(self) -> float:
@@ -86,7 +95,8 @@ class AnswerScores:
 
 
 def margins(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """``[B,P,C]`` logits and ``[B,P]`` targets -> ``[B,P]``: the right logit minus the best wrong one."""
+    """``[B,P,C]`` logits and ``[B,P]`` targets -> ``[B,P]``: the right logit minus
+    the best wrong one."""
     if logits.dim() != 3 or targets.shape != logits.shape[:2]:
         raise ValueError(f"logits must be [B,P,C] and targets [B,P], "
                          f"got {list(logits.shape)} and {list(targets.shape)}")
@@ -96,22 +106,28 @@ def margins(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 
 def answer_scores(logits: torch.Tensor, labels: torch.Tensor) -> AnswerScores:
-    """Score logits ``[B,T,13]`` against labels ``[B,T]`` (-100 where nothing is graded)."""
+    """Score logits ``[B,T,13]`` against labels ``[B,T]`` (-100 where nothing is
+    graded)."""
     if logits.dim() != 3 or labels.shape != logits.shape[:2]:
-        raise ValueError(f"logits must be [B,T,13] and labels [B,T], got {list(logits.shape)} and {list(labels.shape)}")
+        raise ValueError(f"logits must be [B,T,13] and labels [B,T], "
+                         f"got {list(logits.shape)} and {list(labels.shape)}")
     graded = (labels != IGNORE_INDEX).to(logits.device)
     positions = graded[0].nonzero().flatten()
     if positions.numel() == 0 or not bool((graded == graded[0]).all()):
         raise ValueError("every row must grade the same, non-empty set of positions")
-    logits, targets = logits[:, positions], labels.to(logits.device)[:, positions]  # [B,P,13], [B,P]
+    # [B,P,13], [B,P]
+    logits, targets = logits[:, positions], labels.to(logits.device)[:, positions]
     hits = logits.argmax(dim=-1) == targets
-    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1)).item()
-    return AnswerScores(loss, hits[:, :-1].float().mean().item(), hits.all(dim=1).float().mean().item(),
+    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)),
+                           targets.reshape(-1)).item()
+    return AnswerScores(loss, hits[:, :-1].float().mean().item(),
+                        hits.all(dim=1).float().mean().item(),
                         margins(logits, targets).cpu())
 
 
 @torch.no_grad()
-def knockout_table(model, inputs: torch.Tensor, labels: torch.Tensor, generation: bool = False) -> list[dict]:
+def knockout_table(model, inputs: torch.Tensor, labels: torch.Tensor,
+                   generation: bool = False) -> list[dict]:
     """Each head, each layer's attention and each feed-forward taken away alone.
 
     One row for the model as it is (``part`` ``"none"``), then one per part
@@ -125,23 +141,29 @@ def knockout_table(model, inputs: torch.Tensor, labels: torch.Tensor, generation
     greedy generation from the prompts ``inputs[:, :8]`` under the same hooks
     (``kv_cache=False``, which the hooks require), scored against ``labels[:, 7:]``.
     """
-    if not isinstance(inputs, torch.Tensor) or inputs.dim() != 2 or labels.shape != inputs.shape:
+    if (not isinstance(inputs, torch.Tensor) or inputs.dim() != 2
+            or labels.shape != inputs.shape):
         raise ValueError(f"inputs and labels must be [B,T] tensors of one shape, got "
-                         f"{getattr(inputs, 'shape', inputs)!r} and {getattr(labels, 'shape', labels)!r}")
+                         f"{getattr(inputs, 'shape', inputs)!r} and "
+                         f"{getattr(labels, 'shape', labels)!r}")
     device = next(model.parameters()).device
     ids = inputs.to(device)
     head_means = [o.mean(dim=0) for o in head_outputs(model, ids)]  # per layer [H,T,Dh]
-    part_means = {key: o.mean(dim=0) for key, o in sublayer_outputs(model, ids).items()}  # [T,D]
+    # [T,D]
+    part_means = {key: o.mean(dim=0) for key, o in sublayer_outputs(model, ids).items()}
     rows = []
 
     def add(part, layer, head, ablation, logits):
         s = answer_scores(logits, labels)
-        rows.append({"part": part, "layer": layer, "head": head, "ablation": ablation, "loss": s.loss,
-                     "digit_accuracy": s.digit_accuracy, "sequence_accuracy": s.sequence_accuracy,
+        rows.append({"part": part, "layer": layer, "head": head, "ablation": ablation,
+                     "loss": s.loss, "digit_accuracy": s.digit_accuracy,
+                     "sequence_accuracy": s.sequence_accuracy,
                      "min_margin": s.min_margin})
-        if generation:  # still inside the caller's with block: the same part is taken out
+        # still inside the caller's with block: the same part is taken out
+        if generation:
             tokens = generate(model, ids[:, :PROMPT_LEN], kv_cache=False)
-            rows[-1]["generated_sequence_accuracy"] = score(tokens, labels[:, PROMPT_LEN - 1:]).sequence_accuracy
+            rows[-1]["generated_sequence_accuracy"] = score(
+                tokens, labels[:, PROMPT_LEN - 1:]).sequence_accuracy
 
     with evaluating(model):
         add("none", None, None, "none", model(ids)[0])
@@ -153,7 +175,8 @@ def knockout_table(model, inputs: torch.Tensor, labels: torch.Tensor, generation
                     add("head", layer, head, "mean", model(ids)[0])
         for layer in range(len(model.blocks)):
             for part in PARTS:
-                for ablation, value in (("zero", 0), ("mean", part_means[(layer, part)])):
+                for ablation, value in (("zero", 0),
+                                        ("mean", part_means[(layer, part)])):
                     with replaced_sublayers(model, {(layer, part): value}):
                         add(part, layer, None, ablation, model(ids)[0])
     return rows
@@ -170,7 +193,8 @@ def head_writes(model, ids: torch.Tensor) -> list[torch.Tensor]:
     writes = []
     for block, outs in zip(model.blocks, head_outputs(model, ids)):  # outs: [B,H,T,Dh]
         attention = block.attention
-        weight = attention.out_proj.weight.view(-1, attention.num_heads, attention.head_dim)  # [D,H,Dh]
+        weight = attention.out_proj.weight.view(-1, attention.num_heads,
+                                                attention.head_dim)  # [D,H,Dh]
         writes.append(torch.einsum("bhtk,dhk->bhtd", outs, weight))
     return writes
 
@@ -178,14 +202,16 @@ def head_writes(model, ids: torch.Tensor) -> list[torch.Tensor]:
 @torch.no_grad()
 def direct_logit_attribution(model, ids: torch.Tensor, labels: torch.Tensor,
                              minus_mean: bool = False) -> dict[tuple, torch.Tensor]:
-    """Each part's direct share of the margin at every graded position: ``{part: [B,P]}``.
+    """Each part's direct share of the margin at every graded position:
+    ``{part: [B,P]}``.
 
     The stream at the end, ``x`` ``[B,T,D]``, is a sum of parts: the
     embeddings, each head's write (``head_writes``), each attention's
     ``out_proj`` bias and each FFN's output. The final LayerNorm is
     ``gamma * (x - mean(x)) / sigma(x) + beta``; with ``sigma`` the scale of
     the actual ``x``, held fixed (the usual choice), it is linear in the parts.
-    A part ``c`` then moves the margin by ``(W_U[y] - W_U[r]) . (gamma * (c - mean(c)) / sigma)``,
+    A part ``c`` then moves the margin by
+    ``(W_U[y] - W_U[r]) . (gamma * (c - mean(c)) / sigma)``,
     with ``y`` the right token and ``r`` its strongest rival in the model's
     own logits. Keys: ``("embeddings", None, None)``, ``("head", layer, head)``,
     ``("bias", layer, None)`` (``out_proj``'s), ``("ffn", layer, None)`` and
@@ -199,27 +225,32 @@ def direct_logit_attribution(model, ids: torch.Tensor, labels: torch.Tensor,
     """
     if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or labels.shape != ids.shape:
         raise ValueError(f"ids and labels must be [B,T] tensors of one shape, got "
-                         f"{getattr(ids, 'shape', ids)!r} and {getattr(labels, 'shape', labels)!r}")
+                         f"{getattr(ids, 'shape', ids)!r} and "
+                         f"{getattr(labels, 'shape', labels)!r}")
     device = next(model.parameters()).device
     ids = ids.to(device)
-    graded = (labels != IGNORE_INDEX)[0].nonzero().flatten().to(device)  # the graded positions [P]
+    # the graded positions [P]
+    graded = (labels != IGNORE_INDEX)[0].nonzero().flatten().to(device)
     targets = labels.to(device)[:, graded]  # [B,P]
     stream = residual_stream(model, ids)
     x = stream[f"after block {len(model.blocks) - 1}"][:, graded]  # [B,P,D]
     norm, head = model.final_norm, model.lm_head
     sigma = (x.var(dim=-1, unbiased=False, keepdim=True) + norm.eps).sqrt()  # [B,P,1]
     logits = head(norm(x))  # [B,P,13]
-    rival = logits.scatter(-1, targets.unsqueeze(-1), float("-inf")).argmax(dim=-1)  # [B,P]
+    # [B,P]
+    rival = logits.scatter(-1, targets.unsqueeze(-1), float("-inf")).argmax(dim=-1)
     direction = head.weight[targets] - head.weight[rival]  # [B,P,D]: W_U[y] - W_U[r]
 
     def share(c):  # [B,P,D] -> [B,P]
-        return (direction * norm.weight * (c - c.mean(dim=-1, keepdim=True)) / sigma).sum(dim=-1)
+        return (direction * norm.weight * (c - c.mean(dim=-1, keepdim=True))
+                / sigma).sum(dim=-1)
 
     parts = {("embeddings", None, None): share(stream["embeddings"][:, graded])}
     ffn_out = sublayer_outputs(model, ids)
     for layer, writes in enumerate(head_writes(model, ids)):
         for h in range(writes.size(1)):
-            write = writes[:, h] - writes[:, h].mean(dim=0) if minus_mean else writes[:, h]  # [B,T,D]
+            write = (writes[:, h] - writes[:, h].mean(dim=0) if minus_mean
+                     else writes[:, h])  # [B,T,D]
             parts[("head", layer, h)] = share(write[:, graded])
         bias = model.blocks[layer].attention.out_proj.bias
         parts[("bias", layer, None)] = share(bias.expand_as(x))
@@ -229,5 +260,5 @@ def direct_logit_attribution(model, ids: torch.Tensor, labels: torch.Tensor,
     return parts
 
 
-__all__ = ["AnswerScores", "answer_scores", "direct_logit_attribution", "head_writes", "knockout_table",
-           "logit_lens", "margins", "residual_stream"]
+__all__ = ["AnswerScores", "answer_scores", "direct_logit_attribution", "head_writes",
+           "knockout_table", "logit_lens", "margins", "residual_stream"]

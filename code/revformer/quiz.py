@@ -29,7 +29,10 @@ _STYLE = """<style>
 .rf-quiz button{margin-top:.4em;padding:.2em .9em;cursor:pointer}
 .rf-quiz input[type=text]{width:9em;padding:.15em .3em}
 .rf-quiz-feedback{font-weight:600;min-height:1.3em}
-.rf-quiz-feedback.rf-right{color:#1a7f37}.rf-quiz-feedback.rf-wrong{color:#b42318}
+.rf-quiz-feedback.rf-right{color:var(--pst-color-success,#1a7f37)}
+.rf-quiz-feedback.rf-wrong{color:var(--pst-color-danger,#b42318)}
+.rf-quiz code{color:var(--pst-color-inline-code,inherit);background:var(--pst-color-surface,rgba(127,127,127,.12));
+padding:.05em .3em;border-radius:3px}
 </style>"""
 
 _SCRIPT = r"""<script>

@@ -25,7 +25,8 @@ def answer_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     With 7 targets a sample the denominator is B*7, not B*14.
     """
     return F.cross_entropy(
-        logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=IGNORE_INDEX
+        logits.reshape(-1, logits.size(-1)), labels.reshape(-1),
+        ignore_index=IGNORE_INDEX,
     )
 
 
@@ -68,7 +69,8 @@ def batch_schedule(train_size: int, config: TrainConfig | None = None) -> torch.
     """
     config = config or TrainConfig()
     generator = torch.Generator().manual_seed(config.batch_seed)
-    return torch.randint(train_size, (config.steps, config.batch_size), generator=generator)
+    return torch.randint(train_size, (config.steps, config.batch_size),
+                         generator=generator)
 
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
@@ -78,9 +80,11 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     try:
         device = torch.device(device)
     except (RuntimeError, TypeError):
-        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {device!r}") from None
+        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', "
+                         f"got {device!r}") from None
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' was asked for, but PyTorch sees no GPU; use 'auto' or 'cpu'")
+        raise ValueError("device 'cuda' was asked for, but PyTorch sees no GPU; "
+                         "use 'auto' or 'cpu'")
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {str(device)!r}")
     return device
@@ -100,12 +104,14 @@ def make_optimizer(model, learning_rate: float) -> torch.optim.Adam:
     a CUDA GPU.
     """
     device = next(model.parameters()).device
-    return torch.optim.Adam(model.parameters(), lr=learning_rate, fused=device.type in ("cpu", "cuda"))
+    return torch.optim.Adam(model.parameters(), lr=learning_rate,
+                            fused=device.type in ("cpu", "cuda"))
 
 
-@torch.enable_grad()  # training needs gradients, even when the caller has turned them off
+@torch.enable_grad()  # training needs gradients, even if the caller has turned them off
 def train_step(model, optimizer, x, y, clip_norm: float) -> torch.Tensor:
-    """One update: clear gradients, forward, loss, backward, clip, Adam step; the batch loss.
+    """One update: clear gradients, forward, loss, backward, clip, Adam step; the
+    batch loss.
 
     ``x`` and ``y`` are ``[B,14]`` inputs and labels; the loss reads the
     positions whose label is not -100 (7-13).
@@ -116,7 +122,8 @@ def train_step(model, optimizer, x, y, clip_norm: float) -> torch.Tensor:
     loss.backward()
     # Rescales all gradients together when their L2 norm exceeds clip_norm;
     # a NaN or inf norm raises instead of silently poisoning the weights.
-    torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm, error_if_nonfinite=True)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm,
+                                   error_if_nonfinite=True)
     optimizer.step()
     return loss.detach()
 
@@ -133,14 +140,17 @@ class Budget:
     groups: int
     reason: str
     seconds_per_evaluation: float | None = None  # both whole-set losses, once
-    seconds_per_curve_point: float | None = None  # generating the validation answers, once
+    # generating the validation answers, once
+    seconds_per_curve_point: float | None = None
 
     @property
     def lowered(self) -> bool:
         return self.steps < self.requested_steps
 
-    def seconds_per_run(self, config: TrainConfig, steps: int | None = None) -> float | None:
-        """About how long one run of ``steps`` (default ``self.steps``) takes here, evaluations included.
+    def seconds_per_run(self, config: TrainConfig,
+                        steps: int | None = None) -> float | None:
+        """About how long one run of ``steps`` (default ``self.steps``) takes here,
+        evaluations included.
 
         From the speed test's timings (None without them): the updates, the
         whole-set evaluations and the curve points. The evaluations cost
@@ -151,11 +161,15 @@ class Budget:
             return None
         steps = self.steps if steps is None else steps
         evaluations = steps // config.eval_every + 1
-        return (self.seconds_per_step * steps + (self.seconds_per_evaluation or 0.0) * evaluations
-                + (self.seconds_per_curve_point or 0.0) * len(config.curve_steps(steps)))
+        return (
+            self.seconds_per_step * steps
+            + (self.seconds_per_evaluation or 0.0) * evaluations
+            + (self.seconds_per_curve_point or 0.0) * len(config.curve_steps(steps))
+        )
 
 
-def plan_budget(seconds_per_step: float, config: TrainConfig, groups: int = 3) -> Budget:
+def plan_budget(seconds_per_step: float, config: TrainConfig,
+                groups: int = 3) -> Budget:
     """Full budget unless the projected time of all groups is over the limit;
     then every group's steps are lowered alike, to a multiple of ``eval_every``."""
     projected = seconds_per_step * config.steps * groups
@@ -163,17 +177,21 @@ def plan_budget(seconds_per_step: float, config: TrainConfig, groups: int = 3) -
         return Budget(config.steps, config.steps, seconds_per_step, projected,
                       config.time_limit_seconds, groups,
                       f"projected {projected:.0f} s for {groups} groups is within the "
-                      f"{config.time_limit_seconds:.0f} s limit: full {config.steps} steps")
+                      f"{config.time_limit_seconds:.0f} s limit: "
+                      f"full {config.steps} steps")
     affordable = config.time_limit_seconds / (seconds_per_step * groups)
-    steps = max(config.eval_every, int(affordable // config.eval_every) * config.eval_every)
-    return Budget(config.steps, steps, seconds_per_step, projected, config.time_limit_seconds,
-                  groups,
+    steps = max(config.eval_every,
+                int(affordable // config.eval_every) * config.eval_every)
+    return Budget(config.steps, steps, seconds_per_step, projected,
+                  config.time_limit_seconds, groups,
                   f"projected {projected:.0f} s for {groups} groups is over the "
-                  f"{config.time_limit_seconds:.0f} s limit: every group lowered to {steps} steps")
+                  f"{config.time_limit_seconds:.0f} s limit: "
+                  f"every group lowered to {steps} steps")
 
 
 def speed_test(train_inputs, train_labels, config: TrainConfig, device, groups: int = 3,
-               clock=time.perf_counter, validation_rows: int = 1000, model_config=None) -> Budget:
+               clock=time.perf_counter, validation_rows: int = 1000,
+               model_config=None) -> Budget:
     """Time ``speed_test_steps`` updates of a throw-away model, then plan the budget.
 
     The throw-away model is seeded apart from the real ones and discarded, so
@@ -186,10 +204,12 @@ def speed_test(train_inputs, train_labels, config: TrainConfig, device, groups: 
     model = make_model(seed=config.seed + 1, config=model_config, device=device)
     optimizer = make_optimizer(model, config.learning_rate)
     generator = torch.Generator().manual_seed(config.batch_seed + 1)
-    batches = torch.randint(train_inputs.size(0), (config.speed_test_steps + 1, config.batch_size),
+    batches = torch.randint(train_inputs.size(0),
+                            (config.speed_test_steps + 1, config.batch_size),
                             generator=generator)
     x_all, y_all = train_inputs.to(device), train_labels.to(device)
-    train_step(model, optimizer, x_all[batches[0]], y_all[batches[0]], config.clip_norm)  # warm-up
+    # warm-up
+    train_step(model, optimizer, x_all[batches[0]], y_all[batches[0]], config.clip_norm)
     _sync(device)
     start = clock()
     for idx in batches[1:]:
@@ -201,12 +221,15 @@ def speed_test(train_inputs, train_labels, config: TrainConfig, device, groups: 
     evaluate_loss(model, x_all[:validation_rows], y_all[:validation_rows])
     evaluation = clock() - start
     point = None
-    if config.curve_every:  # generation reads the book's layout; a run without a curve never generates
+    # generation reads the book's layout; a run without a curve never generates
+    if config.curve_every:
         start = clock()
-        curve_point(model, x_all[:validation_rows], y_all[:validation_rows], val_loss=0.0)
+        curve_point(model, x_all[:validation_rows], y_all[:validation_rows],
+                    val_loss=0.0)
         point = clock() - start
     return dataclasses.replace(plan_budget(seconds_per_step, config, groups),
-                               seconds_per_evaluation=evaluation, seconds_per_curve_point=point)
+                               seconds_per_evaluation=evaluation,
+                               seconds_per_curve_point=point)
 
 
 def progress_enabled(progress: bool | None) -> bool:
@@ -222,14 +245,17 @@ class TrainResult:
 
     model: torch.nn.Module
     history: list = field(default_factory=list)  # (step, train_loss, val_loss)
-    batch_losses: list = field(default_factory=list)  # the loss of each step's batch, steps 1..N
+    # the loss of each step's batch, steps 1..N
+    batch_losses: list = field(default_factory=list)
     seconds: float = 0.0
     steps: int = 0
     curve: list = field(default_factory=list)  # (step, val_loss, val_sequence_accuracy)
 
 
-def curve_point(model, val_inputs, val_labels, val_loss: float | None = None) -> tuple[float, float]:
-    """Validation loss and greedy sequence accuracy: can the model write the answers yet?
+def curve_point(model, val_inputs, val_labels,
+                val_loss: float | None = None) -> tuple[float, float]:
+    """Validation loss and greedy sequence accuracy: can the model write the
+    answers yet?
 
     The answers are generated from the prompts alone (``val_inputs[:, :8]``)
     and compared with the true ones (``val_labels[:, 7:]``: six digits and
@@ -238,14 +264,16 @@ def curve_point(model, val_inputs, val_labels, val_loss: float | None = None) ->
     """
     from .generate import generate, score, uses_mask
 
-    val_loss = evaluate_loss(model, val_inputs, val_labels) if val_loss is None else val_loss
+    val_loss = (evaluate_loss(model, val_inputs, val_labels) if val_loss is None
+                else val_loss)
     generated = generate(model, val_inputs[:, :PROMPT_LEN], kv_cache=uses_mask(model))
     return val_loss, score(generated, val_labels[:, FIRST_TARGET:]).sequence_accuracy
 
 
 def train_model(model, train_inputs, train_labels, val_inputs, val_labels, schedule,
                 config: TrainConfig | None = None, progress: bool | None = None,
-                description: str = "training", on_step: Callable[[int], None] | None = None) -> TrainResult:
+                description: str = "training",
+                on_step: Callable[[int], None] | None = None) -> TrainResult:
     """Adam on the shared ``schedule``, whole-set losses every ``eval_every`` steps.
 
     ``schedule`` is ``[steps,batch]`` training indices (see ``batch_schedule``).
@@ -259,8 +287,8 @@ def train_model(model, train_inputs, train_labels, val_inputs, val_labels, sched
     config = config or TrainConfig()
     if schedule.dim() != 2 or schedule.size(0) % config.eval_every != 0:
         raise ValueError(
-            f"schedule must be [steps,batch] with steps a multiple of {config.eval_every}, "
-            f"got {list(schedule.shape)}"
+            f"schedule must be [steps,batch] with steps a multiple of "
+            f"{config.eval_every}, got {list(schedule.shape)}"
         )
     from tqdm.auto import tqdm  # imported here: the notebook flavour needs ipywidgets
 
@@ -274,9 +302,11 @@ def train_model(model, train_inputs, train_labels, val_inputs, val_labels, sched
     def record(step):
         val_loss = None
         if step % config.eval_every == 0:
-            row = (step, evaluate_loss(model, train_x, train_y), evaluate_loss(model, val_x, val_y))
+            row = (step, evaluate_loss(model, train_x, train_y),
+                   evaluate_loss(model, val_x, val_y))
             if not all(math.isfinite(loss) for loss in row[1:]):
-                raise FloatingPointError(f"loss became non-finite at step {step}: {row}")
+                raise FloatingPointError(
+                    f"loss became non-finite at step {step}: {row}")
             history.append(row)
             val_loss = row[2]
         if step in curve_steps:
@@ -286,16 +316,19 @@ def train_model(model, train_inputs, train_labels, val_inputs, val_labels, sched
     history, batch_losses, curve = [], [], []
     start = time.perf_counter()
     record(0)
-    with tqdm(total=schedule.size(0), desc=description, disable=not progress_enabled(progress),
-              leave=False, dynamic_ncols=True) as bar:
+    with tqdm(total=schedule.size(0), desc=description,
+              disable=not progress_enabled(progress), leave=False,
+              dynamic_ncols=True) as bar:
         for step, idx in enumerate(schedule.to(device), start=1):
-            batch_losses.append(train_step(model, optimizer, train_x[idx], train_y[idx], config.clip_norm))
+            batch_losses.append(train_step(model, optimizer, train_x[idx], train_y[idx],
+                                           config.clip_norm))
             bar.update(1)
             if on_step is not None:
                 on_step(step)
             if step % config.eval_every == 0 or step in curve_steps:
                 record(step)
-                bar.set_postfix(train=f"{history[-1][1]:.4f}", val=f"{history[-1][2]:.4f}")
+                bar.set_postfix(train=f"{history[-1][1]:.4f}",
+                                val=f"{history[-1][2]:.4f}")
     _sync(device)
     model.eval()
     return TrainResult(model, history, torch.stack(batch_losses).tolist(),

@@ -77,6 +77,11 @@ TEXT = {
     "seed": ", seed {seed}", "steps": "; {group} trained {steps} steps",
     "notLoaded": "The model did not load: this page could not read {files}.", "and": " and ",
     "badDigits": "Type exactly six digits 0-9 (got \u201c{text}\u201d).", "comma": ", ",
+    "chipKey": "In each chip, top to bottom:",
+    "hint": "Point at a cell, or tap it, to read its weight; click a row to pick the query row.",
+    "readout": "query {q} ({qtoken}) \u2192 key {k} ({ktoken}): {weight}",
+    "thumbs": "The attention of every head of both layers, and their mean: pick one to show it",
+    "pick": "layer {layer}, {head}",
 }
 TITLES = {"playground": "The model in your browser",
           10: "Explorer: the attention of every head, computed in your browser",
@@ -351,6 +356,13 @@ def playground(digits="314205", groups=("four_heads", "one_head", "no_mask"), co
     return made(language) if language else Both(made("en"), made("zh_CN"))
 
 
+def landing_playground(digits="314205", script_base: str = WEB_URL, language: str | None = None):
+    """The playground's small form for the landing page: the digits, the answer and layer 0's heatmap of
+    ``four_heads``, no title, so a reader sees the model answer within the first screen."""
+    return playground(digits, groups=("four_heads",), controls=("digits", "random"), title=None,
+                      script_base=script_base, language=language)
+
+
 def chapter_explorer(chapter: int, digits="314205", script_base: str = WEB_URL, language: str | None = None):
     """The playground as the explorer of chapter 10, 11 or 12.
 
@@ -375,106 +387,245 @@ def chapter_explorer(chapter: int, digits="314205", script_base: str = WEB_URL, 
 
 
 def _markup(uid: str, o: dict) -> str:
-    """The static controls and the reserved places the script fills."""
+    """The static controls and the reserved places the script fills.
+
+    Two columns where the playground is wide (``_STYLE``): the controls, the answer, the knockouts and the loss
+    on one side, the heads' thumbnails, the heatmap and its row on the other; one column, in reading order, on a
+    phone (the loss last).
+    """
     shown = set(o["controls"])
+    t = {k: html.escape(v) for k, v in o["text"].items()}
+    side = [_controls(uid, o, t, shown), f'<div class="rfp-error" id="{uid}-error" role="alert"></div>', _answer(t)]
+    if "knockout" in shown:  # with the model's other controls, beside the heatmap
+        side.append(_knockout(uid, o, t))
+    if "loss" in shown:
+        side.append(_loss(t))
+    main = []
+    # the heads' thumbnails over the heatmap they pick, or under the answer where that side is short
+    (main if {"knockout", "loss"} & shown else side).append(_view(uid, o, t, shown))
+    main.append('<div class="rfp-note">&nbsp;</div>'
+                f'<div class="rfp-readout" aria-live="polite">{t["hint"]}</div><div class="rfp-body"></div>')
+    if "row" in shown:
+        main.append(_bars())
+    title = f'<div class="rfp-title">{html.escape(o["title"])}</div>' if o["title"] else ""
+    return (title + '<div class="rfp-grid"><div class="rfp-side">' + "".join(side) + "</div>"
+            '<div class="rfp-main">' + "".join(main) + '</div></div><div class="rfp-build">&nbsp;</div>')
+
+
+def _controls(uid: str, o: dict, t: dict, shown: set) -> str:
+    """The digits, the random button, the model and the mask."""
     e = html.escape
-    t = {k: e(v) for k, v in o["text"].items()}
-    parts = []
-    if o["title"]:
-        parts.append(f'<div class="rfp-title">{e(o["title"])}</div>')
-    top = []
+    digits = []
     if "digits" in shown:
-        top.append(f'<span class="rfp-field"><label for="{uid}-digits">{t["sixDigits"]}</label>'
-                   f'<input id="{uid}-digits" class="rfp-digits" type="text" inputmode="numeric" autocomplete="off"'
-                   f' spellcheck="false" size="8" maxlength="12" value="{e(o["digits"])}"'
-                   f' aria-describedby="{uid}-error"></span>')
+        digits.append(f'<span class="rfp-field rfp-digits-field"><label for="{uid}-digits">{t["sixDigits"]}</label>'
+                      f'<input id="{uid}-digits" class="rfp-digits" type="text" inputmode="numeric" autocomplete="off"'
+                      f' spellcheck="false" size="8" maxlength="12" value="{e(o["digits"])}"'
+                      f' aria-describedby="{uid}-error"></span>')
     else:
-        top.append(f'<span class="rfp-field">{t["digits"]} <b class="rfp-fixed">{" ".join(o["digits"])}</b></span>')
+        digits.append(f'<span class="rfp-field">{t["digits"]} <b class="rfp-fixed">{" ".join(o["digits"])}</b></span>')
     if "random" in shown:
-        top.append(f'<button type="button" class="rfp-random">{t["random"]}</button>')
+        digits.append(f'<button type="button" class="rfp-random">{t["random"]}</button>')
+    rows = ['<div class="rfp-controls rfp-digits-row">' + "".join(digits) + "</div>"]
     if "group" in shown and len(o["groups"]) > 1:
         options = "".join(f'<option value="{e(g)}">{e(o["groupText"][g])}</option>' for g in o["groups"])
-        top.append(f'<span class="rfp-field"><label for="{uid}-group">{t["model"]}</label>'
-                   f'<select id="{uid}-group" class="rfp-group">{options}</select></span>')
+        rows.append(f'<span class="rfp-field rfp-group-field"><label for="{uid}-group">{t["model"]}</label>'
+                    f'<select id="{uid}-group" class="rfp-group">{options}</select></span>')
     else:
-        top.append(f'<span class="rfp-field">{t["modelFixed"]} <b>{e(o["groupText"][o["groups"][0]])}</b></span>')
-    if "mask" in shown:
-        top.append(f'<span class="rfp-field"><input type="checkbox" id="{uid}-mask" class="rfp-mask">'
-                   f'<label for="{uid}-mask">{t["causalMask"]}</label> <span class="rfp-mask-note"></span></span>')
-    parts.append('<div class="rfp-controls">' + "".join(top) + "</div>")
-    parts.append(f'<div class="rfp-error" id="{uid}-error" role="alert"></div>')
-    cells = "".join(f'<td class="rfp-tok" data-i="{i}">&nbsp;</td>' for i in range(7))
-    probs = "".join(f'<td class="rfp-prob" data-i="{i}">&nbsp;</td>' for i in range(7))
-    wants = "".join(f'<td class="rfp-want" data-i="{i}">&nbsp;</td>' for i in range(7))
-    heads = "".join(f"<th scope=\"col\">{8 + i}</th>" for i in range(7))
-    parts.append(f'<table class="rfp-answer"><caption>{t["answer"]}</caption>'
-                 f'<tr><th scope="row">{t["position"]}</th>{heads}</tr>'
-                 f'<tr><th scope="row">{t["writes"]}</th>{cells}</tr>'
-                 f'<tr><th scope="row">{t["probability"]}</th>{probs}</tr>'
-                 f'<tr><th scope="row">{t["reversal"]}</th>{wants}</tr></table>')
-    parts.append('<div class="rfp-verdict" aria-live="polite">&nbsp;</div>')
-    if "knockout" in shown:
-        sets = []
+        fixed = e(o["groupText"][o["groups"][0]])
+        rows.append(f'<span class="rfp-field rfp-model">{t["modelFixed"]} <b>{fixed}</b></span>')
+    if "mask" in shown:  # a check box drawn as a switch (_STYLE): Space and a click toggle it as ever
+        rows.append(f'<span class="rfp-field rfp-switch"><input type="checkbox" id="{uid}-mask" class="rfp-mask">'
+                    f'<label for="{uid}-mask">{t["causalMask"]}</label> <span class="rfp-mask-note"></span></span>')
+    return '<div class="rfp-controls">' + "".join(rows) + "</div>"
+
+
+def _answer(t: dict) -> str:
+    """The answer as seven chips: one table row a position (token, probability, the reversal), laid out as a
+    wrapping line of cards; the roles keep it a table for a screen reader whatever its CSS display."""
+    cell = 'role="cell"'
+    chips = "".join(f'<tr class="rfp-chip" role="row" data-i="{i}"><th scope="row" role="rowheader" class="rfp-at">'
+                    f'{8 + i}</th><td {cell} class="rfp-tok" data-i="{i}">&nbsp;</td>'
+                    f'<td {cell} class="rfp-prob" data-i="{i}">&nbsp;</td>'
+                    f'<td {cell} class="rfp-want" data-i="{i}">&nbsp;</td></tr>' for i in range(7))
+    heads = "".join(f'<th scope="col" role="columnheader">{t[k]}</th>'
+                    for k in ("position", "writes", "probability", "reversal"))
+    legend = " \u00b7 ".join(f"<span>{t[k]}</span>" for k in ("position", "writes", "probability", "reversal"))
+    return (f'<div class="rfp-answer-box"><table class="rfp-answer" role="table"><caption>{t["answer"]}</caption>'
+            f'<thead class="rfp-sr"><tr role="row">{heads}</tr></thead><tbody>{chips}</tbody></table>'
+            f'<div class="rfp-legend" aria-hidden="true"><span class="rfp-legend-key">{t["chipKey"]}</span>'
+            f"{legend}</div>"
+            '<div class="rfp-verdict" aria-live="polite">&nbsp;</div></div>')
+
+
+def _loss(t: dict) -> str:
+    """The per-position loss, folded under the answer (open: a click folds it)."""
+    rows = "".join(f'<tr data-p="{p}"><td class="rfp-pos">&nbsp;</td><td class="rfp-loss-now">&nbsp;</td>'
+                   f'<td class="rfp-loss-base">&nbsp;</td><td class="rfp-loss-bar"><div></div></td></tr>'
+                   for p in range(7, 14))
+    return (f'<details class="rfp-fold rfp-loss-box" open><summary>{t["lossCaption"]}</summary>'
+            f'<table class="rfp-loss"><tr><th scope="col">{t["lossPosition"]}</th><th scope="col">{t["lossNow"]}</th>'
+            f'<th scope="col">{t["lossTrained"]}</th><th scope="col"></th></tr>' + rows +
+            f'<tr class="rfp-loss-mean"><th scope="row">{t["mean"]}</th><td class="rfp-loss-now">&nbsp;</td>'
+            '<td class="rfp-loss-base">&nbsp;</td><td></td></tr></table></details>')
+
+
+def _view(uid: str, o: dict, t: dict, shown: set) -> str:
+    """What the heatmap shows: a thumbnail of every head (and their mean) of both layers, and the selects."""
+    parts = []
+    if "layer" in shown or "head" in shown:
+        columns = [t["head"].replace("{h}", str(h)) for h in range(o["maxHeads"])] + [t["mean"]]
+        cells = ['<span></span>'] + [f'<span class="rfp-thumb-head" data-head="{h}">{c}</span>'
+                                     for h, c in zip([*range(o["maxHeads"]), "mean"], columns)]
         for layer in range(2):
-            boxes = [f'<input type="checkbox" id="{uid}-ko-{layer}-all" class="rfp-ko-all" data-layer="{layer}">'
-                     f'<label for="{uid}-ko-{layer}-all">{t["allHeads"]}</label>']
-            for h in range(o["maxHeads"]):
-                boxes.append(f'<span class="rfp-ko-head" data-head="{h}"><input type="checkbox" id="{uid}-ko-{layer}-{h}"'
-                             f' class="rfp-ko" data-layer="{layer}" data-head="{h}">'
-                             f'<label for="{uid}-ko-{layer}-{h}">{t["head"].replace("{h}", str(h))}</label></span>')
-            sets.append(f'<fieldset class="rfp-ko-layer"><legend>{t["knockOut"].replace("{layer}", str(layer))}</legend>'
-                        + "".join(boxes) + "</fieldset>")
-        parts.append('<div class="rfp-knockout">' + "".join(sets) + "</div>")
-    if "loss" in shown:
-        rows = "".join(f'<tr data-p="{p}"><td class="rfp-pos">&nbsp;</td><td class="rfp-loss-now">&nbsp;</td>'
-                       f'<td class="rfp-loss-base">&nbsp;</td><td class="rfp-loss-bar"><div></div></td></tr>'
-                       for p in range(7, 14))
-        parts.append(f'<table class="rfp-loss"><caption>{t["lossCaption"]}</caption>'
-                     f'<tr><th scope="col">{t["lossPosition"]}</th><th scope="col">{t["lossNow"]}</th>'
-                     f'<th scope="col">{t["lossTrained"]}</th><th scope="col"></th></tr>' + rows +
-                     f'<tr class="rfp-loss-mean"><th scope="row">{t["mean"]}</th><td class="rfp-loss-now">&nbsp;</td>'
-                     '<td class="rfp-loss-base">&nbsp;</td><td></td></tr></table>')
-    selects = []
-    for name, label in (("layer", t["layerLabel"]), ("head", t["headLabel"]), ("row", t["rowLabel"])):
-        if name in shown:
-            selects.append(f'<span class="rfp-field"><label for="{uid}-{name}">{label}</label>'
-                           f'<select id="{uid}-{name}" class="rfp-{name}"></select></span>')
-    parts.append('<div class="rfp-controls rfp-view">' + "".join(selects) + "</div>")
-    parts.append('<div class="rfp-note">&nbsp;</div><div class="rfp-body"></div>')
-    parts.append('<div class="rfp-build">&nbsp;</div>')
-    return "".join(parts)
+            cells.append(f'<span class="rfp-thumb-layer">{t["layer"].replace("{l}", str(layer))}</span>')
+            cells += [f'<button type="button" class="rfp-thumb" data-layer="{layer}" data-head="{h}" '
+                      'aria-pressed="false"><canvas width="14" height="14" aria-hidden="true"></canvas></button>'
+                      for h in [*range(o["maxHeads"]), "mean"]]
+        parts.append(f'<div class="rfp-thumbs" role="group" aria-label="{t["thumbs"]}" '
+                     f'style="--rfp-heads:{o["maxHeads"] + 1}">' + "".join(cells) + "</div>")
+    selects = [f'<span class="rfp-field"><label for="{uid}-{name}">{label}</label>'
+               f'<select id="{uid}-{name}" class="rfp-{name}"></select></span>'
+               for name, label in (("layer", t["layerLabel"]), ("head", t["headLabel"]), ("row", t["rowLabel"]))
+               if name in shown]
+    parts.append('<div class="rfp-controls rfp-selects">' + "".join(selects) + "</div>")
+    return '<div class="rfp-view">' + "".join(parts) + "</div>"
 
 
-# Captions inherit the text colour: in dark mode pydata-sphinx-theme paints an HTML output light
-# (with dark text), and its own light-grey caption colour would be unreadable there (WCAG AA).
+def _knockout(uid: str, o: dict, t: dict) -> str:
+    """The knockouts: per layer a row of head chips, each a check box drawn as a toggle (Space toggles it)."""
+    sets = []
+    for layer in range(2):
+        chips = [f'<span class="rfp-chipbox rfp-ko-head" data-head="{h}"><input type="checkbox" '
+                 f'id="{uid}-ko-{layer}-{h}" class="rfp-ko" data-layer="{layer}" data-head="{h}">'
+                 f'<label for="{uid}-ko-{layer}-{h}">{t["head"].replace("{h}", str(h))}</label></span>'
+                 for h in range(o["maxHeads"])]
+        chips.append(f'<span class="rfp-chipbox"><input type="checkbox" id="{uid}-ko-{layer}-all" class="rfp-ko-all"'
+                     f' data-layer="{layer}"><label for="{uid}-ko-{layer}-all">{t["allHeads"]}</label></span>')
+        sets.append(f'<fieldset class="rfp-ko-layer"><legend>{t["knockOut"].replace("{layer}", str(layer))}</legend>'
+                    + "".join(chips) + "</fieldset>")
+    return '<div class="rfp-knockout">' + "".join(sets) + "</div>"
+
+
+def _bars() -> str:
+    """The query row's weights as numbers, folded under the heatmap (the script fills them)."""
+    rows = "".join(f'<tr><td class="rfp-key">&nbsp;</td><td class="rfp-bar-cell"><div class="rfp-bar"></div></td>'
+                   f'<td class="rfp-value" data-k="{k}">&nbsp;</td></tr>' for k in range(14))
+    return (f'<details class="rfp-fold rfp-bars-box"><summary>&nbsp;</summary>'
+            f'<table class="rfp-bars">{rows}</table></details>')
+
+
+# The theme's colours (pydata-sphinx-theme's --pst-color-*, light and dark), each with a fallback for Colab and
+# Jupyter, where they do not exist: there the text keeps the notebook's own colour and the fields the system's.
+# The playground paints no background of its own, so dark mode shows no light slab; the theme's light backing
+# of an HTML output in dark mode is taken away for it (the rule with :has).
+# Two columns where the playground is at least 660 px wide (a container query: the book's text column from
+# 1100 px, a notebook's output); one column, everything shrinking to the width, on a phone.
 _STYLE = """<style>
-.rf-playground{font:13px/1.4 system-ui,sans-serif;border:1px solid #9a9a9a;border-radius:6px;padding:.6em .8em;margin:1em 0;max-width:100%;overflow-x:auto}
-.rf-playground .rfp-title{font-weight:600;margin-bottom:.4em}
-.rf-playground .rfp-controls{display:flex;flex-wrap:wrap;gap:.4em 1.1em;align-items:center;margin:.3em 0}
-.rf-playground .rfp-field{white-space:nowrap}.rf-playground .rfp-field label{margin:0 .3em}
-.rf-playground .rfp-digits{font:15px ui-monospace,monospace;letter-spacing:.15em;width:8.5em}
-.rf-playground .rfp-error{min-height:1.4em;color:#b00020;font-weight:600}
-.rf-playground table{border-collapse:collapse;margin:.3em 0}.rf-playground caption{text-align:left;font-weight:600;padding:.2em 0;color:inherit}
-.rf-playground th,.rf-playground td{padding:.1em .45em;text-align:center;font-variant-numeric:tabular-nums}
-.rf-playground th[scope=row]{text-align:left;font-weight:normal;color:#444}
-.rf-playground td.rfp-tok,.rf-playground td.rfp-want{min-width:3.3em;font:14px ui-monospace,monospace}
-.rf-playground td.rfp-tok{font-weight:700}.rf-playground td.rfp-prob{min-width:3.3em;font-size:12px}
-.rf-playground td.rfp-wrong{background:#fde0dc;color:#8a0010;text-decoration:underline wavy}
-.rf-playground .rfp-verdict{min-height:1.4em;margin-bottom:.3em}
-.rf-playground .rfp-knockout{display:flex;flex-wrap:wrap;gap:.5em}
-.rf-playground fieldset{border:1px solid #c8c8c8;border-radius:4px;padding:.2em .6em;margin:0}
-.rf-playground legend{font-size:1em;font-weight:600;float:none;width:auto;padding:0 .3em;margin:0;line-height:1.35}
-.rf-playground fieldset label{margin-right:.6em}
-.rf-playground .rfp-ko-head.rfp-absent{visibility:hidden}
-.rf-playground table.rfp-loss td{min-width:4.5em}.rf-playground table.rfp-loss td.rfp-pos{text-align:left;min-width:7em}
-.rf-playground td.rfp-loss-bar{width:130px;text-align:left}.rf-playground td.rfp-loss-bar div{height:10px;background:#3b528b}
-.rf-playground .rfp-note{min-height:1.4em;margin:.2em 0}
-.rf-playground .rfp-body{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start;min-height:420px}
-.rf-playground table.rfp-bars td{padding:0 .35em;height:18px}.rf-playground .rfp-bar{height:12px;background:#3b528b}
-.rf-playground tr.rfp-expected td{font-weight:700}
-.rf-playground .rfp-build{color:#555;font-size:12px;margin-top:.4em}
-.rf-playground.rfp-stale .rfp-body,.rf-playground.rfp-stale table{opacity:.45}
+.rf-playground{--rfp-text:var(--pst-color-text-base,currentColor);--rfp-muted:var(--pst-color-text-muted,color-mix(in srgb,currentColor 68%,transparent));--rfp-border:var(--pst-color-border,color-mix(in srgb,currentColor 30%,transparent));--rfp-surface:var(--pst-color-surface,rgba(128,128,128,.1));--rfp-field:var(--pst-color-background,Field);--rfp-primary:var(--pst-color-primary,#0a7d91);--rfp-on-primary:var(--pst-color-primary-text,#fff);--rfp-success:var(--pst-color-success,#00843f);--rfp-danger:var(--pst-color-danger,#d72d47);--rfp-on-danger:var(--pst-color-danger-text,#fff);container:rfp/inline-size;font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--rfp-text);background:transparent;border:1px solid var(--rfp-border);border-radius:10px;padding:.9em 1em;margin:1em 0;max-width:100%}
+html[data-theme=dark] .bd-content div.cell_output div.output.text_html:has(> .rf-playground){background:transparent;padding:0;color:inherit}
+.rf-playground *{box-sizing:border-box}
+@media (max-width:480px){.rf-playground{padding:.75em .7em}}
+.rf-playground .rfp-title{font-weight:650;font-size:1.05em;margin:0 0 .7em}
+.rf-playground .rfp-grid{display:flex;flex-direction:column;gap:.75em}
+.rf-playground .rfp-side,.rf-playground .rfp-main{display:contents}
+.rf-playground .rfp-loss-box{order:1}
+@container rfp (min-width:660px){
+.rf-playground .rfp-grid{display:grid;grid-template-columns:minmax(19em,5fr) minmax(0,6fr);gap:1.6em;align-items:start}
+.rf-playground .rfp-side,.rf-playground .rfp-main{display:flex;flex-direction:column;gap:.75em;min-width:0}
+.rf-playground .rfp-loss-box{order:0}}
+.rf-playground .rfp-controls{display:flex;flex-wrap:wrap;gap:.6em .9em;align-items:flex-end}
+.rf-playground .rfp-field{display:inline-flex;flex-direction:column;gap:.2em;min-width:0;max-width:100%}
+.rf-playground .rfp-field>label{margin:0;font-size:.78em;font-weight:600;color:var(--rfp-muted)}
+.rf-playground .rfp-group-field{flex:1 1 100%}
+.rf-playground .rfp-model{display:block;font-size:.85em;color:var(--rfp-muted)}.rf-playground .rfp-model b{font-weight:600;color:var(--rfp-text)}
+.rf-playground input[type=text],.rf-playground select,.rf-playground button{font:inherit;color:var(--rfp-text);background-color:var(--rfp-field);border:1px solid var(--rfp-border);border-radius:6px;padding:.3em .6em;margin:0;min-height:2.3em;max-width:100%}
+.rf-playground input.rfp-digits{font:600 1.3em/1.2 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;letter-spacing:.22em;width:7.4em;padding:.25em .5em}
+.rf-playground button{cursor:pointer}.rf-playground button:hover{border-color:var(--rfp-primary)}
+.rf-playground button.rfp-random{background:var(--rfp-primary);border-color:var(--rfp-primary);color:var(--rfp-on-primary);font-weight:600;padding:.3em .9em}
+.rf-playground button.rfp-random:hover{filter:brightness(1.1)}
+.rf-playground select{appearance:none;-webkit-appearance:none;padding-right:2.2em;text-overflow:ellipsis;background-image:linear-gradient(45deg,transparent 50%,currentColor 50%),linear-gradient(135deg,currentColor 50%,transparent 50%);background-position:calc(100% - 15px) 55%,calc(100% - 10px) 55%;background-size:5px 5px;background-repeat:no-repeat}
+.rf-playground select.rfp-group{width:100%}
+.rf-playground :focus-visible{outline:2px solid var(--rfp-primary);outline-offset:2px}
+.rf-playground .rfp-switch{flex-direction:row;align-items:center;gap:.5em;flex-wrap:wrap}
+.rf-playground .rfp-switch>label{font-size:1em;font-weight:500;color:var(--rfp-text)}
+.rf-playground input.rfp-mask{appearance:none;-webkit-appearance:none;position:relative;flex:none;width:2.3em;height:1.3em;margin:0;border-radius:1em;background:var(--rfp-muted);cursor:pointer;transition:background .15s}
+.rf-playground input.rfp-mask::before{content:"";position:absolute;top:.15em;left:.15em;width:1em;height:1em;border-radius:50%;background:var(--rfp-field);transition:transform .15s}
+.rf-playground input.rfp-mask:checked{background:var(--rfp-primary)}.rf-playground input.rfp-mask:checked::before{transform:translateX(1em)}
+.rf-playground .rfp-mask-note{font-size:.85em;color:var(--rfp-muted)}
+.rf-playground .rfp-error{min-height:1.3em;line-height:1.3;margin:-.6em 0 -.4em;color:var(--rfp-danger);font-weight:600;font-size:.85em}
+.rf-playground .rfp-sr{position:absolute!important;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
+.rf-playground table{border-collapse:collapse;margin:0;color:inherit;background:transparent;font-variant-numeric:tabular-nums}
+.rf-playground th,.rf-playground td{border:0;background:transparent;color:inherit}
+.rf-playground caption,.rf-playground details.rfp-fold>summary{caption-side:top;text-align:left;padding:0 0 .35em;font-size:.78em;font-weight:600;color:var(--rfp-muted)}
+.rf-playground table.rfp-answer{display:block;position:relative;width:auto}
+.rf-playground table.rfp-answer caption{display:block}
+.rf-playground table.rfp-answer tbody{display:flex;flex-wrap:wrap;gap:.3em}
+.rf-playground tr.rfp-chip{display:flex;flex-direction:column;flex:1 0 2.75em;max-width:4.4em;border:1px solid var(--rfp-border);border-top:3px solid var(--rfp-success);border-radius:8px;background:var(--rfp-surface);text-align:center;overflow:hidden}
+.rf-playground tr.rfp-chip>*{display:block;padding:0 1px;text-align:center;white-space:nowrap}
+.rf-playground th.rfp-at{font-size:.72em;font-weight:600;color:var(--rfp-muted);padding-top:.15em}
+.rf-playground th.rfp-at::after{content:" \\2713";color:var(--rfp-success)}
+.rf-playground tr.rfp-wrong th.rfp-at::after{content:" \\2717";color:var(--rfp-danger)}
+.rf-playground td.rfp-tok{font:700 1.3em/1.3 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.rf-playground td.rfp-tok.rfp-special,.rf-playground td.rfp-want.rfp-special{font-size:.74em;line-height:2.27}
+.rf-playground td.rfp-prob{font-size:.7em;letter-spacing:-.02em;color:var(--rfp-muted)}
+.rf-playground td.rfp-want{font:.85em/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:var(--rfp-muted);border-top:1px dashed var(--rfp-border);margin-top:.2em}
+.rf-playground td.rfp-want.rfp-special{line-height:2.05}
+.rf-playground tr.rfp-chip.rfp-wrong{border-color:var(--rfp-danger);background:color-mix(in srgb,var(--rfp-danger) 15%,transparent)}
+.rf-playground td.rfp-wrong{color:var(--rfp-danger)}
+.rf-playground tr.rfp-wrong td.rfp-want{color:var(--rfp-text);font-weight:700}
+.rf-playground .rfp-legend{margin-top:.3em;font-size:.72em;color:var(--rfp-muted)}.rf-playground .rfp-legend-key{margin-right:.35em}
+.rf-playground .rfp-verdict{min-height:1.45em;margin-top:.45em;font-weight:600;font-size:.95em}
+.rf-playground .rfp-verdict.rfp-ok{color:var(--rfp-success)}.rf-playground .rfp-verdict.rfp-bad{color:var(--rfp-danger)}
+.rf-playground details.rfp-fold{border:1px solid var(--rfp-border);border-radius:8px;padding:.35em .7em .45em;margin:0}
+.rf-playground details.rfp-fold>summary{cursor:pointer;padding:.1em 0}
+.rf-playground details.rfp-fold[open]>summary{margin-bottom:.3em}
+.rf-playground table.rfp-loss{width:100%;font-size:.85em}
+.rf-playground table.rfp-loss th,.rf-playground table.rfp-loss td{padding:.05em .35em;text-align:right}
+.rf-playground table.rfp-loss th[scope=col]{font-size:.85em;font-weight:600;color:var(--rfp-muted);vertical-align:bottom;word-break:keep-all}
+.rf-playground table.rfp-loss td.rfp-pos,.rf-playground table.rfp-loss th[scope=row],.rf-playground table.rfp-loss th:first-child{text-align:left;white-space:nowrap}
+.rf-playground table.rfp-loss th[scope=row]{font-weight:600}
+.rf-playground tr.rfp-loss-mean{border-top:1px solid var(--rfp-border)}
+.rf-playground td.rfp-loss-bar{width:28%}.rf-playground td.rfp-loss-bar div{height:.6em;border-radius:2px;background:var(--rfp-primary)}
+.rf-playground .rfp-view{display:flex;flex-direction:column;gap:.5em}
+.rf-playground .rfp-thumbs{display:grid;grid-template-columns:auto repeat(var(--rfp-heads),minmax(0,3.1em));gap:.25em .35em;align-items:center;justify-content:start}
+.rf-playground .rfp-thumb-head,.rf-playground .rfp-thumb-layer{font-size:.72em;color:var(--rfp-muted);white-space:nowrap;text-align:center}
+.rf-playground .rfp-thumb-layer{text-align:right;padding-right:.2em}
+.rf-playground button.rfp-thumb{display:block;width:100%;min-height:0;padding:2px;line-height:0;border-radius:5px;background:var(--rfp-surface)}
+.rf-playground button.rfp-thumb canvas{display:block;width:100%;height:auto;aspect-ratio:1;image-rendering:pixelated;border-radius:2px}
+.rf-playground button.rfp-thumb[aria-pressed=true]{border-color:var(--rfp-primary);box-shadow:0 0 0 2px var(--rfp-primary)}
+.rf-playground .rfp-absent{visibility:hidden}
+.rf-playground .rfp-selects{gap:.4em .8em;align-items:center}.rf-playground .rfp-selects:empty{display:none}
+.rf-playground .rfp-selects .rfp-field{flex-direction:row;align-items:center;gap:.4em}
+.rf-playground .rfp-selects select{min-height:2em;padding-top:.15em;padding-bottom:.15em;font-size:.9em}
+.rf-playground .rfp-knockout{display:flex;flex-direction:column;gap:.35em}
+.rf-playground fieldset.rfp-ko-layer{display:flex;flex-wrap:wrap;align-items:center;gap:.3em;border:0;padding:0;margin:0;min-width:0}
+.rf-playground fieldset.rfp-ko-layer legend{float:left;width:100%;margin:0 0 .05em;padding:0;font-size:.78em;font-weight:600;color:var(--rfp-muted);line-height:1.3}
+.rf-playground .rfp-chipbox{position:relative;display:inline-flex}
+.rf-playground .rfp-chipbox input{position:absolute;inset:0;width:100%;height:100%;margin:0;opacity:0;cursor:pointer;z-index:1}
+.rf-playground .rfp-chipbox label{margin:0;padding:.12em .6em;border:1px solid var(--rfp-border);border-radius:999px;background:var(--rfp-surface);font-size:.8em;white-space:nowrap}
+.rf-playground .rfp-chipbox input:hover+label{border-color:var(--rfp-primary)}
+.rf-playground .rfp-chipbox input:checked+label{background:var(--rfp-danger);border-color:var(--rfp-danger);color:var(--rfp-on-danger);text-decoration:line-through}
+.rf-playground .rfp-chipbox input:indeterminate+label{border-color:var(--rfp-danger);border-style:dashed}
+.rf-playground .rfp-chipbox input:focus-visible+label{outline:2px solid var(--rfp-primary);outline-offset:2px}
+.rf-playground .rfp-note{font-size:.85em;color:var(--rfp-muted);min-height:2.9em}
+.rf-playground .rfp-readout{min-height:1.9em;padding:.25em .6em;border-radius:6px;background:var(--rfp-surface);font:600 .85em/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
+.rf-playground .rfp-readout.rfp-hint{font:.85em/1.45 system-ui,sans-serif;color:var(--rfp-muted)}
+.rf-playground .rfp-body{width:100%;max-width:30em;aspect-ratio:372/480}
+.rf-playground .rfp-body svg{display:block;width:100%;height:auto;touch-action:manipulation}
+.rf-playground svg text{fill:currentColor;font-family:system-ui,sans-serif}
+.rf-playground svg text.rfp-hot{fill:var(--rfp-primary);font-weight:700}
+.rf-playground svg .rfp-cell{cursor:crosshair}
+.rf-playground svg .rfp-hatch-bg{fill:var(--rfp-surface)}.rf-playground svg .rfp-hatch-line{stroke:var(--rfp-border)}
+.rf-playground svg .rfp-hover{fill:none;stroke:var(--rfp-text);stroke-width:2;pointer-events:none}
+.rf-playground svg .rfp-strip-bg{fill:var(--rfp-surface)}.rf-playground svg .rfp-strip-bar{fill:var(--rfp-primary)}
+.rf-playground table.rfp-bars{font-size:.8em}
+.rf-playground table.rfp-bars td{padding:0 .4em;height:1.4em;white-space:nowrap}
+.rf-playground td.rfp-bar-cell{width:9em}.rf-playground .rfp-bar{height:.6em;border-radius:2px;background:var(--rfp-primary)}
+.rf-playground td.rfp-value{text-align:right}.rf-playground tr.rfp-expected td{font-weight:700}
+.rf-playground .rfp-build{margin-top:.9em;font-size:.75em;color:var(--rfp-muted)}
+.rf-playground.rfp-stale .rfp-body,.rf-playground.rfp-stale table,.rf-playground.rfp-stale .rfp-thumbs{opacity:.45}
 </style>"""
+
 
 PLAYGROUND_JS = Path(__file__).resolve().parent / "web" / "playground.js"
 
@@ -557,5 +708,5 @@ def main(out_dir, cache_dir=None) -> dict[str, Path]:
 
 
 __all__ = ["CONTROLS", "MAX_EXPORT_BYTES", "Playground", "SITE_URL", "WEB_URL", "browser_timings",
-           "Beside", "beside", "chapter_explorer", "export_size", "export_weights", "playground", "show_model_js", "weights_record",
-           "weights_script"]
+           "Beside", "beside", "chapter_explorer", "export_size", "export_weights", "landing_playground", "playground",
+           "show_model_js", "weights_record", "weights_script"]

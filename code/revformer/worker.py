@@ -40,8 +40,9 @@ from .model import make_model
 from .train import batch_schedule, train_model
 
 
-def train_group(config: ExperimentConfig, group: Group, splits: Splits, schedule: torch.Tensor,
-                device: torch.device, progress: bool | None = None, description: str | None = None,
+def train_group(config: ExperimentConfig, group: Group, splits: Splits,
+                schedule: torch.Tensor, device: torch.device,
+                progress: bool | None = None, description: str | None = None,
                 on_step=None) -> Run:
     """Train a fresh model of ``group`` on the shared ``schedule``; its ``Run``.
 
@@ -50,14 +51,17 @@ def train_group(config: ExperimentConfig, group: Group, splits: Splits, schedule
     """
     train_x, train_y = split_inputs_labels(splits.train)
     val_x, val_y = split_inputs_labels(splits.val)
-    model = make_model(group.num_heads, config.train.seed, group.causal, config.model, device)
-    result = train_model(model, train_x, train_y, val_x, val_y, schedule, config.train, progress,
-                         description=description or group.name, on_step=on_step)
-    return Run(group, result.model, result.history, result.batch_losses, result.seconds, result.steps,
-               result.curve, torch.get_num_threads())
+    model = make_model(group.num_heads, config.train.seed, group.causal, config.model,
+                       device)
+    result = train_model(model, train_x, train_y, val_x, val_y, schedule, config.train,
+                         progress, description=description or group.name,
+                         on_step=on_step)
+    return Run(group, result.model, result.history, result.batch_losses, result.seconds,
+               result.steps, result.curve, torch.get_num_threads())
 
 
-def use_workers(device: torch.device, missing: int, parallel: bool | None = None) -> bool:
+def use_workers(device: torch.device, missing: int,
+                parallel: bool | None = None) -> bool:
     """Whether the ``missing`` groups train in worker processes rather than here.
 
     Only on a CPU with at least two cores and at least two groups to train. On
@@ -68,11 +72,13 @@ def use_workers(device: torch.device, missing: int, parallel: bool | None = None
     """
     if parallel is None:
         parallel = os.environ.get("REVFORMER_PARALLEL", "1") not in ("0", "false", "no")
-    return bool(parallel) and device.type == "cpu" and missing >= 2 and (os.cpu_count() or 1) >= 2
+    return (bool(parallel) and device.type == "cpu" and missing >= 2
+            and (os.cpu_count() or 1) >= 2)
 
 
 def _stop(process: subprocess.Popen) -> None:
-    """Interrupt a worker as Ctrl-C would (it removes its temporary file), then wait for it.
+    """Interrupt a worker as Ctrl-C would (it removes its temporary file), then wait
+    for it.
 
     A Ctrl-C in a terminal reaches the workers too; they get a moment to end
     by themselves first, so that a second interrupt cannot cut their clean-up.
@@ -90,7 +96,8 @@ def _stop(process: subprocess.Popen) -> None:
 
 def train_in_workers(jobs: list[tuple[ExperimentConfig, Group]], steps: int, cache_dir,
                      at_once: int | None = None, progress: bool | None = None) -> None:
-    """Train each ``(config, group)`` of ``jobs`` in a worker process of its own, into ``cache_dir``.
+    """Train each ``(config, group)`` of ``jobs`` in a worker process of its own, into
+    ``cache_dir``.
 
     At most ``at_once`` workers run at a time (by default all of them: the
     three groups of a reproduction share the cores fairly by themselves);
@@ -108,14 +115,18 @@ def train_in_workers(jobs: list[tuple[ExperimentConfig, Group]], steps: int, cac
 
     at_once = len(jobs) if at_once is None else max(1, at_once)
     threads = max(1, (os.cpu_count() or 1) // min(at_once, len(jobs)))
-    package_root = str(Path(__file__).resolve().parents[1])  # importable however this one was
+    # importable however this one was
+    package_root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), REVFORMER_PROGRESS="0",
-               PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
+               PYTHONPATH=os.pathsep.join(
+                   filter(None, [package_root, os.environ.get("PYTHONPATH")])))
 
     def start(config, g):
-        command = [sys.executable, "-m", "revformer.worker", "--config", json.dumps(config.to_dict()),
+        command = [sys.executable, "-m", "revformer.worker",
+                   "--config", json.dumps(config.to_dict()),
                    "--group", g.name, "--steps", str(steps), "--threads", str(threads),
-                   "--cache", str(cache_dir), "--key", cache_key(config, g, steps, "cpu"), "--report"]
+                   "--cache", str(cache_dir),
+                   "--key", cache_key(config, g, steps, "cpu"), "--report"]
         name = f"{g.name} (seed {config.train.seed})"
         return _Worker(name, command, env, bars.start(name, steps))
 
@@ -127,9 +138,11 @@ def train_in_workers(jobs: list[tuple[ExperimentConfig, Group]], steps: int, cac
                     running.append(start(*waiting.pop(0)))
                 for worker in running:
                     bars.advance(worker.bar, worker.steps_done)
-                finished = [worker for worker in running if worker.process.poll() is not None]
+                finished = [worker for worker in running
+                            if worker.process.poll() is not None]
                 if not finished:
-                    time.sleep(0.1)  # the workers compute; this process only waits and draws
+                    # the workers compute; this process only waits and draws
+                    time.sleep(0.1)
                     continue
                 for worker in finished:
                     running.remove(worker)
@@ -143,7 +156,8 @@ def train_in_workers(jobs: list[tuple[ExperimentConfig, Group]], steps: int, cac
                 _stop(worker.process)
                 worker.close()
     if failures:
-        raise RuntimeError("training in worker processes failed:\n" + "\n".join(failures))
+        raise RuntimeError("training in worker processes failed:\n"
+                           + "\n".join(failures))
 
 
 class _Worker:
@@ -153,8 +167,10 @@ class _Worker:
         import threading
 
         self.name, self.bar, self.steps_done = name, bar, 0
-        self.log = tempfile.TemporaryFile(mode="w+")  # the worker's errors, read if it fails
-        self.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        # the worker's errors, read if it fails
+        self.log = tempfile.TemporaryFile(mode="w+")
+        self.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                                        stderr=self.log, text=True)
         self.reader = threading.Thread(target=self._follow, daemon=True)
         self.reader.start()
 
@@ -164,30 +180,37 @@ class _Worker:
                 self.steps_done = int(line)
 
     def close(self) -> str | None:
-        """After the process has ended: the last report read, the files closed; its error, if it failed."""
+        """After the process has ended: the last report read, the files closed; its
+        error, if it failed."""
         self.reader.join(timeout=10)
-        if not self.reader.is_alive():  # a reader still inside readline keeps its pipe; it ends with the process
+        # a reader still inside readline keeps its pipe; it ends with the process
+        if not self.reader.is_alive():
             self.process.stdout.close()
         error = None
         if self.process.returncode != 0:
             self.log.seek(0)
-            error = f"{self.name}: exit {self.process.returncode}: {self.log.read()[-800:].strip()}"
+            error = (f"{self.name}: exit {self.process.returncode}: "
+                     f"{self.log.read()[-800:].strip()}")
         self.log.close()
         return error
 
 
 def main(argv=None) -> int:
     """A worker: train one group on the CPU and write its cache file."""
-    parser = argparse.ArgumentParser(prog="python -m revformer.worker",
-                                     description="train one group and write it to the cache")
-    parser.add_argument("--config", required=True, help="ExperimentConfig.to_dict() as JSON")
+    parser = argparse.ArgumentParser(
+        prog="python -m revformer.worker",
+        description="train one group and write it to the cache")
+    parser.add_argument("--config", required=True,
+                        help="ExperimentConfig.to_dict() as JSON")
     parser.add_argument("--group", required=True)
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cache", required=True)
-    parser.add_argument("--key", default=None, help="the caller's cache key: the worker's must be the same")
+    parser.add_argument("--key", default=None,
+                        help="the caller's cache key: the worker's must be the same")
     parser.add_argument("--report", action="store_true",
-                        help="write the steps done to standard output, one line per hundredth of the steps")
+                        help="write the steps done to standard output, "
+                             "one line per hundredth of the steps")
     args = parser.parse_args(argv)
     torch.set_num_threads(max(1, args.threads))
     config = ExperimentConfig.from_dict(json.loads(args.config))
@@ -195,9 +218,10 @@ def main(argv=None) -> int:
     splits = make_splits(config.data, config.task)
     schedule = batch_schedule(splits.train.size(0), config.train)[:args.steps]
     key = cache_key(config, group, args.steps, cpu)
-    if args.key is not None and args.key != key:  # the package's files changed after the caller started
-        parser.exit(3, f"revformer.worker: the package's code differs from the caller's (another key for "
-                       f"{group.name}): run again\n")
+    # the package's files changed after the caller started
+    if args.key is not None and args.key != key:
+        parser.exit(3, f"revformer.worker: the package's code differs from the "
+                       f"caller's (another key for {group.name}): run again\n")
     every = max(1, args.steps // 100)
 
     def report(step):

@@ -61,13 +61,28 @@ def _fold_wide(text: str, width: int, indent: str) -> str:
     lines, line = [], ""
     for unit in units:
         if (line.strip() and width_of(line + unit.rstrip()) > width and unit not in _NO_BREAK_BEFORE):
-            lines.append(line.rstrip())
-            line = indent
-            if unit == " ":
+            head, tail = _soft_break(line, len(indent))
+            lines.append(head.rstrip())
+            line = indent + tail.lstrip()
+            if unit == " " and not tail.strip():
                 continue
         line += unit
     lines.append(line.rstrip())
     return "\n".join(lines)
+
+
+_SOFT_REACH = 16  # columns: how far back a fold looks for a punctuation mark or a space (8 Chinese characters)
+
+
+def _soft_break(line: str, start: int) -> tuple[str, str]:
+    """``line`` cut after its last punctuation mark or space within the last ``_SOFT_REACH`` columns (a word is
+    not split where a phrase ends near by), or not cut at all."""
+    for i in range(len(line) - 1, start, -1):
+        if width_of(line[i:]) > _SOFT_REACH:
+            break
+        if line[i - 1] in _NO_BREAK_BEFORE or line[i - 1] == " ":
+            return line[:i], line[i:]
+    return line, ""
 
 
 def fold(text: str, width: int = 76) -> str:

@@ -19,7 +19,9 @@
 
   function show(value) {  // a value as an error message quotes it
     if (Array.isArray(value)) { return "[" + value.map(show).join(", ") + "]"; }
-    if (typeof value === "string" || (value && typeof value === "object")) { return JSON.stringify(value); }
+    if (typeof value === "string" || (value && typeof value === "object")) {
+      return JSON.stringify(value);
+    }
     return String(value);
   }
 
@@ -28,13 +30,15 @@
   // One tensor of revformer-weights.js: float32, little-endian, in base64.
   function decode(tensor, name, shape) {
     if (!tensor || String(tensor.shape) !== String(shape)) {
-      throw new Error("revformer-weights.js: " + name + " should have shape [" + shape + "], has " +
-                      (tensor ? "[" + tensor.shape + "]" : "none"));
+      throw new Error("revformer-weights.js: " + name + " should have shape [" + shape +
+                      "], has " + (tensor ? "[" + tensor.shape + "]" : "none"));
     }
     var bytes = atob(tensor.data), view = new DataView(new ArrayBuffer(bytes.length));
     for (var i = 0; i < bytes.length; i++) { view.setUint8(i, bytes.charCodeAt(i)); }
     var values = new Float64Array(bytes.length / 4);
-    for (var j = 0; j < values.length; j++) { values[j] = view.getFloat32(4 * j, true); }
+    for (var j = 0; j < values.length; j++) {
+      values[j] = view.getFloat32(4 * j, true);
+    }
     return values;
   }
 
@@ -42,26 +46,37 @@
   function load(group) {
     var all = window.REVFORMER_WEIGHTS;
     if (!all || !all.groups) {
-      throw new Error("the weights are not loaded: load revformer-weights.js before calling revformerModel");
+      throw new Error("the weights are not loaded: " +
+                      "load revformer-weights.js before calling revformerModel");
     }
     if (typeof group !== "string" || !has.call(all.groups, group)) {
-      throw new Error("unknown group " + show(group) + ": expected one of " + Object.keys(all.groups).join(", "));
+      throw new Error("unknown group " + show(group) + ": expected one of " +
+                      Object.keys(all.groups).join(", "));
     }
     if (models[group]) { return models[group]; }
     var c = all.groups[group].config, stored = all.groups[group].tensors;
-    function tensor(name, shape) { return decode(stored[name], group + " " + name, shape); }
-    function linearParams(name, out, inp) {
-      return {w: tensor(name + ".weight", [out, inp]), b: tensor(name + ".bias", [out]), out: out, inp: inp};
+    function tensor(name, shape) {
+      return decode(stored[name], group + " " + name, shape);
     }
-    function normParams(name) { return {w: tensor(name + ".weight", [c.d_model]), b: tensor(name + ".bias", [c.d_model])}; }
+    function linearParams(name, out, inp) {
+      return {w: tensor(name + ".weight", [out, inp]), b: tensor(name + ".bias", [out]),
+              out: out, inp: inp};
+    }
+    function normParams(name) {
+      return {w: tensor(name + ".weight", [c.d_model]),
+              b: tensor(name + ".bias", [c.d_model])};
+    }
     var D = c.d_model, blocks = [];
     for (var l = 0; l < c.layers; l++) {
       var p = "blocks." + l + ".";
       blocks.push({
         norm1: normParams(p + "norm1"), norm2: normParams(p + "norm2"),
-        q: linearParams(p + "attention.q_proj", D, D), k: linearParams(p + "attention.k_proj", D, D),
-        v: linearParams(p + "attention.v_proj", D, D), out: linearParams(p + "attention.out_proj", D, D),
-        fc1: linearParams(p + "ffn.fc1", c.d_ff, D), fc2: linearParams(p + "ffn.fc2", D, c.d_ff)
+        q: linearParams(p + "attention.q_proj", D, D),
+        k: linearParams(p + "attention.k_proj", D, D),
+        v: linearParams(p + "attention.v_proj", D, D),
+        out: linearParams(p + "attention.out_proj", D, D),
+        fc1: linearParams(p + "ffn.fc1", c.d_ff, D),
+        fc2: linearParams(p + "ffn.fc2", D, c.d_ff)
       });
     }
     models[group] = {
@@ -90,8 +105,9 @@
     });
   }
 
-  // nn.LayerNorm over the D features of each row: (x - mean) / sqrt(variance + 1e-5),
-  // then times the weight plus the bias. The variance divides by D (biased), as PyTorch's.
+  // nn.LayerNorm over the D features of each row:
+  // (x - mean) / sqrt(variance + 1e-5), then times the weight plus the bias.
+  // The variance divides by D (biased), as PyTorch's.
   function layerNorm(x, p) {
     return x.map(function (row) {
       var n = row.length, mean = 0, variance = 0, y = new Float64Array(n);
@@ -105,7 +121,9 @@
   }
 
   function add(x, y) {  // the residual: x + y, row by row
-    return x.map(function (row, t) { return row.map(function (v, i) { return v + y[t][i]; }); });
+    return x.map(function (row, t) {
+      return row.map(function (v, i) { return v + y[t][i]; });
+    });
   }
 
   // erf to about 1e-15, for the exact GELU (nn.GELU's default is not the tanh
@@ -138,25 +156,34 @@
   function attention(x, p, heads, causal, silenced, first, cache) {
     var q = linear(x.slice(first), p.q), k = linear(x, p.k), v = linear(x, p.v);
     if (cache) { k = cache.k = cache.k.concat(k); v = cache.v = cache.v.concat(v); }
-    var T = k.length, start = T - x.length + first;  // start: the position of query row 0
+    // start: the position of query row 0
+    var T = k.length, start = T - x.length + first;
     var Dh = q[0].length / heads, weights = [];
-    var merged = q.map(function () { return new Float64Array(heads * Dh); });  // heads side by side
+    // heads side by side
+    var merged = q.map(function () { return new Float64Array(heads * Dh); });
     for (var h = 0; h < heads; h++) {
-      var lo = h * Dh, rows = [];  // head h owns the slice lo..lo+Dh-1 of each projection
+      // head h owns the slice lo..lo+Dh-1 of each projection
+      var lo = h * Dh, rows = [];
       for (var i = 0; i < q.length; i++) {
-        var scores = new Float64Array(T), max = -Infinity, total = 0, qi = q[i], out = merged[i];
+        var scores = new Float64Array(T), max = -Infinity, total = 0,
+            qi = q[i], out = merged[i];
         for (var j = 0; j < T; j++) {
           var dot = 0, kj = k[j];
           for (var d = lo; d < lo + Dh; d++) { dot += qi[d] * kj[d]; }
-          // -inf before the softmax: the future key gets weight exp(-inf) = 0 and
-          // the visible keys still sum to 1. The diagonal (j = start + i) stays visible.
+          // -inf before the softmax: the future key gets weight exp(-inf) = 0
+          // and the visible keys still sum to 1. The diagonal (j = start + i)
+          // stays visible.
           scores[j] = causal && j > start + i ? -Infinity : dot / Math.sqrt(Dh);
           max = Math.max(max, scores[j]);
         }
-        for (j = 0; j < T; j++) { scores[j] = Math.exp(scores[j] - max); total += scores[j]; }
+        for (j = 0; j < T; j++) {
+          scores[j] = Math.exp(scores[j] - max);
+          total += scores[j];
+        }
         for (j = 0; j < T; j++) { scores[j] /= total; }  // the row sums to 1
         rows.push(scores);
-        if (silenced[h]) { continue; }  // knocked out: its output stays 0 before out_proj
+        // knocked out: its output stays 0 before out_proj
+        if (silenced[h]) { continue; }
         for (j = 0; j < T; j++) {
           for (d = lo; d < lo + Dh; d++) { out[d] += scores[j] * v[j][d]; }
         }
@@ -170,7 +197,9 @@
   function block(x, b, heads, causal, silenced, first, cache) {
     var a = attention(layerNorm(x, b.norm1), b, heads, causal, silenced, first, cache);
     var u = add(x.slice(first), a.out);
-    var hidden = linear(layerNorm(u, b.norm2), b.fc1).map(function (row) { return row.map(gelu); });
+    var hidden = linear(layerNorm(u, b.norm2), b.fc1).map(function (row) {
+      return row.map(gelu);
+    });
     return {x: add(u, linear(hidden, b.fc2)), weights: a.weights};
   }
 
@@ -179,15 +208,19 @@
   // of the earlier blocks are the keys and values of the next one. With caches
   // (one per layer) the positions they already hold are not computed again.
   function run(m, ids, causal, silenced, logitsFrom, caches) {
-    var D = m.config.d_model, L = m.blocks.length, done = caches ? caches[0].k.length : 0, weights = [];
-    var x = ids.slice(done).map(function (id, t) {  // token embedding + position embedding
+    var D = m.config.d_model, L = m.blocks.length,
+        done = caches ? caches[0].k.length : 0, weights = [];
+    // token embedding + position embedding
+    var x = ids.slice(done).map(function (id, t) {
       var row = new Float64Array(D);
-      for (var i = 0; i < D; i++) { row[i] = m.tokens[id * D + i] + m.positions[(done + t) * D + i]; }
+      for (var i = 0; i < D; i++) {
+        row[i] = m.tokens[id * D + i] + m.positions[(done + t) * D + i];
+      }
       return row;
     });
     for (var l = 0; l < L; l++) {
-      var out = block(x, m.blocks[l], m.config.heads, causal, silenced[l], l === L - 1 ? logitsFrom - done : 0,
-                      caches && caches[l]);
+      var out = block(x, m.blocks[l], m.config.heads, causal, silenced[l],
+                      l === L - 1 ? logitsFrom - done : 0, caches && caches[l]);
       x = out.x;
       weights.push(out.weights);
     }
@@ -195,32 +228,41 @@
   }
 
   // ---- checking what the caller gives ------------------------------------
-  function settings(m, options) {  // -> the mask to use and, per layer, which heads are silenced
+  // -> the mask to use and, per layer, which heads are silenced
+  function settings(m, options) {
     var c = m.config, opts = options === undefined || options === null ? {} : options;
     if (typeof opts !== "object" || Array.isArray(opts)) {
-      throw new Error("options must be an object {causal, knockout}, got " + show(options));
+      throw new Error("options must be an object {causal, knockout}, got " +
+                      show(options));
     }
     Object.keys(opts).forEach(function (key) {
       if (key !== "causal" && key !== "knockout") {
-        throw new Error("unknown option " + show(key) + ": expected causal or knockout");
+        throw new Error("unknown option " + show(key) +
+                        ": expected causal or knockout");
       }
     });
-    var causal = opts.causal === undefined || opts.causal === null ? c.causal : opts.causal;
+    var causal = opts.causal === undefined || opts.causal === null ?
+        c.causal : opts.causal;
     if (typeof causal !== "boolean") {
-      throw new Error("causal must be true, false or null (the group's own setting), got " + show(opts.causal));
+      throw new Error(
+        "causal must be true, false or null (the group's own setting), got " +
+        show(opts.causal));
     }
     var silenced = m.blocks.map(function () { return new Array(c.heads).fill(false); });
-    var knockout = opts.knockout === undefined || opts.knockout === null ? [] : opts.knockout;
+    var knockout = opts.knockout === undefined || opts.knockout === null ?
+        [] : opts.knockout;
     if (!Array.isArray(knockout)) {
-      throw new Error("knockout must be an array of [layer, head] pairs, got " + show(knockout));
+      throw new Error("knockout must be an array of [layer, head] pairs, got " +
+                      show(knockout));
     }
     knockout.forEach(function (pair) {
       if (!Array.isArray(pair) || pair.length !== 2 || !pair.every(Number.isInteger)) {
-        throw new Error("knockout takes [layer, head] pairs of integers, got " + show(pair));
+        throw new Error("knockout takes [layer, head] pairs of integers, got " +
+                        show(pair));
       }
       if (!(pair[0] >= 0 && pair[0] < c.layers && pair[1] >= 0 && pair[1] < c.heads)) {
-        throw new Error("cannot knock out " + show(pair) + ": the model has layers 0-" + (c.layers - 1) +
-                        " and heads 0-" + (c.heads - 1));
+        throw new Error("cannot knock out " + show(pair) + ": the model has layers 0-" +
+                        (c.layers - 1) + " and heads 0-" + (c.heads - 1));
       }
       silenced[pair[0]][pair[1]] = true;
     });
@@ -230,30 +272,38 @@
   function checkTokens(m, tokens) {
     var c = m.config;
     if (!Array.isArray(tokens) || tokens.length === 0) {
-      throw new Error("tokens must be a non-empty array of token ids 0-" + (c.vocab - 1) + ", got " + show(tokens));
+      throw new Error("tokens must be a non-empty array of token ids 0-" +
+                      (c.vocab - 1) + ", got " + show(tokens));
     }
     if (tokens.length > c.positions) {
-      throw new Error(tokens.length + " tokens is too many: the position table holds at most " + c.positions);
+      throw new Error(tokens.length +
+                      " tokens is too many: the position table holds at most " +
+                      c.positions);
     }
     tokens.forEach(function (t, i) {
       if (!Number.isInteger(t) || t < 0 || t >= c.vocab) {
-        throw new Error("token " + i + " is " + show(t) + ", out of range: token ids are integers 0-" + (c.vocab - 1));
+        throw new Error("token " + i + " is " + show(t) +
+                        ", out of range: token ids are integers 0-" + (c.vocab - 1));
       }
     });
   }
 
   function prompt(digits) {  // six digits -> BOS d0..d5 SEP, as revformer.data.encode
     if (!Array.isArray(digits) || digits.length !== DIGITS) {
-      throw new Error("expected six digits 0-9 (an array of 6 integers), got " + show(digits));
+      throw new Error("expected six digits 0-9 (an array of 6 integers), got " +
+                      show(digits));
     }
     digits.forEach(function (d, i) {
-      if (!Number.isInteger(d) || d < 0 || d > 9) { throw new Error("digit " + i + " must be an integer 0-9, got " + show(d)); }
+      if (!Number.isInteger(d) || d < 0 || d > 9) {
+        throw new Error("digit " + i + " must be an integer 0-9, got " + show(d));
+      }
     });
     return [BOS].concat(digits, [SEP]);
   }
 
   function softmax(row) {  // exp(s - max) / sum, as softmax_over_keys
-    var max = Math.max.apply(null, row), e = Array.from(row, function (s) { return Math.exp(s - max); });
+    var max = Math.max.apply(null, row),
+        e = Array.from(row, function (s) { return Math.exp(s - max); });
     var total = e.reduce(function (a, b) { return a + b; }, 0);
     return e.map(function (v) { return v / total; });
   }
@@ -266,7 +316,9 @@
     return {
       logits: out.logits.map(function (row) { return Array.from(row); }),  // [T][13]
       attention: out.attention.map(function (layer) {  // [L][H][T][T]
-        return layer.map(function (head) { return head.map(function (row) { return Array.from(row); }); });
+        return layer.map(function (head) {
+          return head.map(function (row) { return Array.from(row); });
+        });
       })
     };
   }
@@ -287,12 +339,16 @@
     for (var step = 0; step < STEPS; step++) {
       // only the last row's logits are read, so the last block computes that row
       // alone (Python's logits_from); every earlier row is still a key and a value
-      var logits = run(m, tokens, s.causal, s.silenced, tokens.length - 1, caches).logits[0];
+      var logits = run(m, tokens, s.causal, s.silenced, tokens.length - 1,
+                       caches).logits[0];
       var next = 0;
-      for (var i = 1; i < logits.length; i++) { if (logits[i] > logits[next]) { next = i; } }
+      for (var i = 1; i < logits.length; i++) {
+        if (logits[i] > logits[next]) { next = i; }
+      }
       if (finished) { next = EOS; }
       out.tokens.push(next);
-      out.probabilities.push(softmax(logits)[next]);  // the model's probability of that token
+      // the model's probability of that token
+      out.probabilities.push(softmax(logits)[next]);
       out.forced.push(finished);
       finished = finished || next === EOS;
       tokens = tokens.concat([next]);
@@ -307,9 +363,11 @@
   // The cross-entropy of the true next token at positions 7-13, the inputs
   // teacher-forced on the true answer (revformer.train.answer_loss, per position).
   function answerLoss(group, digits, options) {
-    var m = load(group), s = settings(m, options), full = prompt(digits).concat(digits.slice().reverse(), [EOS]);
+    var m = load(group), s = settings(m, options),
+        full = prompt(digits).concat(digits.slice().reverse(), [EOS]);
     var rows = run(m, full.slice(0, -1), s.causal, s.silenced, PROMPT_LEN - 1).logits;
-    return rows.map(function (row, i) {  // -log softmax = log sum exp(s - max) + max - s[target]
+    // -log softmax = log sum exp(s - max) + max - s[target]
+    return rows.map(function (row, i) {
       var max = Math.max.apply(null, row), total = 0;
       for (var j = 0; j < row.length; j++) { total += Math.exp(row[j] - max); }
       return Math.log(total) + max - row[full[PROMPT_LEN + i]];
@@ -317,9 +375,13 @@
   }
 
   window.revformerModel = {
-    forward: forward, generate: generate, generateWithProbabilities: generateWithProbabilities,
+    forward: forward, generate: generate,
+    generateWithProbabilities: generateWithProbabilities,
     answerLoss: answerLoss, erf: erf, gelu: gelu,
-    groups: function () { return window.REVFORMER_WEIGHTS ? Object.keys(window.REVFORMER_WEIGHTS.groups) : []; },
+    groups: function () {
+      return window.REVFORMER_WEIGHTS ?
+        Object.keys(window.REVFORMER_WEIGHTS.groups) : [];
+    },
     config: function (group) { return JSON.parse(JSON.stringify(load(group).config)); }
   };
 })();

@@ -22,11 +22,12 @@
   }
   var alertBox = $(".rfp-error"), digitsBox = $(".rfp-digits"), groupBox = $(".rfp-group");
   var maskBox = $(".rfp-mask"), layerBox = $(".rfp-layer"), headBox = $(".rfp-head"), rowBox = $(".rfp-row");
-  var state = {group: O.groups[0], digits: O.digits.split("").map(Number), result: null};
+  // what the heatmap shows: the selects and the thumbnails both set it, and both show it
+  var state = {group: O.groups[0], digits: O.digits.split("").map(Number), result: null,
+               layer: O.layer, head: String(O.head), row: O.row};
   function fail(message) { alertBox.textContent = message; root.classList.add("rfp-stale"); }
 
   function group() { return groupBox ? groupBox.value : O.groups[0]; }
-  function heads() { return window.revformerModel.config(group()).heads; }
   function knockout() {
     return $$("input.rfp-ko").filter(function (b) { return b.checked && !b.disabled; }).map(function (b) {
       return [Number(b.dataset.layer), Number(b.dataset.head)];
@@ -50,17 +51,20 @@
     labels.forEach(function (label, i) { box.appendChild(el("option", {value: String(values[i])}, label)); });
     if (values.map(String).indexOf(String(keep)) >= 0) { box.value = String(keep); }
   }
-  function syncGroup(first) {  // the head choices, the mask's default and the knockout boxes of this group
+  function headName(h) { return h === "mean" ? O.text.meanOfHeads : say("head", {h: h}); }
+  function syncGroup() {  // the head choices, the mask's default and the knockout chips of this group
     var c = window.revformerModel.config(group()), labels = [], values = [];
-    for (var h = 0; h < c.heads; h++) { labels.push(say("head", {h: h})); values.push(h); }
+    for (var h = 0; h < c.heads; h++) { labels.push(headName(h)); values.push(h); }
     labels.push(O.text.meanOfHeads); values.push("mean");
-    fillSelect(headBox, labels, values, first ? O.head : (headBox ? headBox.value : "mean"));
+    if (state.head !== "mean" && Number(state.head) >= c.heads) { state.head = "mean"; }
+    fillSelect(headBox, labels, values, state.head);
     if (maskBox) { maskBox.checked = c.causal; }
-    $$(".rfp-ko-head").forEach(function (span) {
-      var absent = Number(span.dataset.head) >= c.heads, box = span.querySelector("input");
-      span.classList.toggle("rfp-absent", absent);
-      box.disabled = absent;
-      if (absent) { box.checked = false; }
+    $$(".rfp-ko-head, .rfp-thumb, .rfp-thumb-head").forEach(function (item) {  // one_head has head 0 only
+      var absent = item.dataset.head !== "mean" && Number(item.dataset.head) >= c.heads;
+      var box = item.querySelector("input");
+      item.classList.toggle("rfp-absent", absent);
+      if (box) { box.disabled = absent; if (absent) { box.checked = false; } }
+      if (item.tagName === "BUTTON") { item.disabled = absent; }
     });
     syncAll();
   }
@@ -110,26 +114,32 @@
     drawAnswer();
     drawLoss();
     draw();
+    drawThumbs();
   }
 
   function percent(p) { return p > 0.9999 ? ">99.99%" : (100 * p).toFixed(p > 0.99 ? 2 : 1) + "%"; }
   function loss(v) { return v.toPrecision(3); }  // 0.000213 or 2.31: three significant digits
 
-  function drawAnswer() {
+  function drawAnswer() {  // the seven chips: the token, its probability, the reversal; a wrong one marked
     var r = state.result, want = r.digits.slice().reverse().concat([12]), wrong = [];
     r.answer.tokens.forEach(function (t, i) {
-      var cell = $('td.rfp-tok[data-i="' + i + '"]'), right = t === want[i];
+      var cell = $('td.rfp-tok[data-i="' + i + '"]'), truth = $('td.rfp-want[data-i="' + i + '"]');
+      var right = t === want[i];
       cell.textContent = name(t);
       cell.classList.toggle("rfp-wrong", !right);
+      cell.classList.toggle("rfp-special", t in NAMES);  // <EOS> in a smaller type keeps the chip narrow
+      cell.parentNode.classList.toggle("rfp-wrong", !right);
       $('td.rfp-prob[data-i="' + i + '"]').textContent = percent(r.answer.probabilities[i]) + (r.answer.forced[i] ? "*" : "");
-      $('td.rfp-want[data-i="' + i + '"]').textContent = name(want[i]);
+      truth.textContent = name(want[i]);
+      truth.classList.toggle("rfp-special", want[i] in NAMES);
       if (!right) { wrong.push(8 + i); }
     });
     root.dataset.answer = r.answer.tokens.map(name).join(" ");
     var forced = r.answer.forced.indexOf(true) >= 0 ? O.text.forced : "";
     var words = {positions: wrong.join(O.text.comma), digits: r.digits.join(" "), want: want.map(name).join(" ")};
-    $(".rfp-verdict").textContent = say(wrong.length ? (wrong.length > 1 ? "wrongMany" : "wrongOne") : "right", words) +
-      forced;
+    var verdict = $(".rfp-verdict");
+    verdict.textContent = say(wrong.length ? (wrong.length > 1 ? "wrongMany" : "wrongOne") : "right", words) + forced;
+    verdict.className = "rfp-verdict " + (wrong.length ? "rfp-bad" : "rfp-ok");
   }
 
   function drawLoss() {
@@ -141,7 +151,7 @@
       tr.querySelector(".rfp-pos").textContent = (7 + i) + " " + name(full[7 + i]) + " \u2192 " + name(full[8 + i]);
       tr.querySelector(".rfp-loss-now").textContent = loss(v);
       tr.querySelector(".rfp-loss-base").textContent = loss(r.base[i]);
-      tr.querySelector(".rfp-loss-bar div").style.width = Math.round(Math.min(1, v / 5) * 130) + "px";
+      tr.querySelector(".rfp-loss-bar div").style.width = (Math.min(1, v / 5) * 100).toFixed(1) + "%";
       sum += v; base += r.base[i];
     });
     var mean = $("tr.rfp-loss-mean");
@@ -150,12 +160,8 @@
     root.dataset.loss = String(sum / 7);
   }
 
-  function color(v) { return O.palette[Math.round(Math.max(0, Math.min(1, v)) * (O.palette.length - 1))]; }
-  function draw() {  // the heatmap of one layer and head (or their mean), and the query row's bars
-    var r = state.result, layer = layerBox ? Number(layerBox.value) : O.layer;
-    var h = headBox ? headBox.value : O.head, row = rowBox ? Number(rowBox.value) : O.row;
-    var W = r.attention[layer], H = W.length, M = [];
-    if (h !== "mean" && Number(h) >= H) { h = "mean"; }
+  function weights(layer, h) {  // [14][14]: one head's attention of a layer, or the mean of its heads
+    var W = state.result.attention[layer], H = W.length, M = [];
     for (var q = 0; q < T; q++) {
       M.push([]);
       for (var k = 0; k < T; k++) {
@@ -164,70 +170,174 @@
         M[q].push(v);
       }
     }
-    var toks = r.inputs, label = function (i) { return i + " " + name(toks[i]); };
-    var next = row + 1 < T ? name(toks[row + 1]) : name(r.answer.tokens[6]);
-    $(".rfp-note").textContent = say("note", {row: row, token: name(toks[row]), next: next});
+    return M;
+  }
+  function color(v) { return O.palette[Math.round(Math.max(0, Math.min(1, v)) * (O.palette.length - 1))]; }
+  function label(i) { return i + " " + name(state.result.inputs[i]); }
+  function isMasked(q, k) { return state.result.causal && k > q; }  // the future: -inf before the softmax, weight 0
+
+  // The heatmap's geometry, in the SVG's own units (it scales to the width; .rfp-body keeps its proportions)
+  var C = 22, LEFT = 58, TOP = 62, STRIP = 40, WIDTH = LEFT + C * T + 6;
+  var STRIP_Y = TOP + C * T + 10, BAR_Y = STRIP_Y + STRIP + 24, HEIGHT = BAR_Y + 36;
+
+  function draw() {  // the heatmap of one layer and head (or their mean), and the query row's bars
+    var r = state.result, layer = state.layer, h = state.head, row = state.row;
+    if (h !== "mean" && Number(h) >= r.attention[layer].length) { h = state.head = "mean"; }
+    var M = weights(layer, h);
+    state.shown = M;
+    var next = row + 1 < T ? name(r.inputs[row + 1]) : name(r.answer.tokens[6]);
+    $(".rfp-note").textContent = say("note", {row: row, token: name(r.inputs[row]), next: next});
     var body = $(".rfp-body");
     body.innerHTML = "";
-    var c = 22, left = 64, top = 64;
-    var svg = el("svg", {width: left + c * T + 8, height: top + c * T + 44, role: "img", "class": "rfp-heatmap",
-      "aria-label": say(r.causal ? "heatmapOn" : "heatmapOff", {group: group(), layer: layer,
-        head: h === "mean" ? O.text.meanOfHeads : say("head", {h: h})})}, undefined, true);
+    var svg = el("svg", {viewBox: "0 0 " + WIDTH + " " + HEIGHT, role: "img", "class": "rfp-heatmap",
+      "aria-label": say(r.causal ? "heatmapOn" : "heatmapOff", {group: group(), layer: layer, head: headName(h)})},
+      undefined, true);
     var defs = el("defs", {}, undefined, true), pat = el("pattern", {id: ID + "-hatch", width: 5, height: 5,
       patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)"}, undefined, true);
-    pat.appendChild(el("rect", {width: 5, height: 5, fill: "#f2f2f2"}, undefined, true));
-    pat.appendChild(el("line", {x1: 0, y1: 0, x2: 0, y2: 5, stroke: "#b0b0b0", "stroke-width": 2}, undefined, true));
+    pat.appendChild(el("rect", {width: 5, height: 5, fill: "#f2f2f2", "class": "rfp-hatch-bg"}, undefined, true));
+    pat.appendChild(el("line", {x1: 0, y1: 0, x2: 0, y2: 5, stroke: "#b0b0b0", "stroke-width": 2,
+      "class": "rfp-hatch-line"}, undefined, true));
     defs.appendChild(pat); svg.appendChild(defs);
+    state.labels = {rows: [], columns: []};
     for (var i = 0; i < T; i++) {
-      svg.appendChild(el("text", {x: left - 4, y: top + c * i + c * 0.7, "text-anchor": "end", "font-size": 10,
-        "font-weight": i === row ? "bold" : "normal"}, label(i), true));
-      svg.appendChild(el("text", {x: 0, y: 0, "font-size": 10, transform: "translate(" + (left + c * i + c * 0.65) + "," +
-        (top - 4) + ") rotate(-90)"}, label(i), true));
+      state.labels.rows.push(svg.appendChild(el("text", {x: LEFT - 4, y: TOP + C * i + C * 0.68, "text-anchor": "end",
+        "font-size": 10, "font-weight": i === row ? "bold" : "normal"}, label(i), true)));
+      state.labels.columns.push(svg.appendChild(el("text", {x: 0, y: 0, "font-size": 10,
+        transform: "translate(" + (LEFT + C * i + C * 0.65) + "," + (TOP - 4) + ") rotate(-90)"}, label(i), true)));
     }
-    svg.appendChild(el("text", {x: left, y: 10, "font-size": 10}, O.text.keyAxis, true));
-    for (q = 0; q < T; q++) {
-      for (k = 0; k < T; k++) {
-        var masked = r.causal && k > q;  // the future: -inf before the softmax, weight 0
-        svg.appendChild(el("rect", {x: left + c * k, y: top + c * q, width: c, height: c, "class": "rfp-cell",
-          fill: masked ? "url(#" + ID + "-hatch)" : color(M[q][k]), "data-q": q, "data-k": k,
+    svg.appendChild(el("text", {x: LEFT, y: 10, "font-size": 10}, O.text.keyAxis, true));
+    for (var q = 0; q < T; q++) {
+      for (var k = 0; k < T; k++) {
+        svg.appendChild(el("rect", {x: LEFT + C * k, y: TOP + C * q, width: C, height: C, "class": "rfp-cell",
+          fill: isMasked(q, k) ? "url(#" + ID + "-hatch)" : color(M[q][k]), "data-q": q, "data-k": k,
           "data-value": M[q][k].toFixed(4)}, undefined, true));
       }
     }
     // the prompt/answer dividers: the answer queries start at row 7, the answer keys at column 8
-    svg.appendChild(el("line", {x1: left, x2: left + c * T, y1: top + c * 7, y2: top + c * 7, stroke: "#ffffff",
-      "stroke-width": 2}, undefined, true));
-    svg.appendChild(el("line", {x1: left + c * 8, x2: left + c * 8, y1: top, y2: top + c * T, stroke: "#ffffff",
-      "stroke-width": 2, "stroke-dasharray": "4 3"}, undefined, true));
+    svg.appendChild(el("line", {x1: LEFT, x2: LEFT + C * T, y1: TOP + C * 7, y2: TOP + C * 7, stroke: "#ffffff",
+      "stroke-width": 2, "pointer-events": "none"}, undefined, true));
+    svg.appendChild(el("line", {x1: LEFT + C * 8, x2: LEFT + C * 8, y1: TOP, y2: TOP + C * T, stroke: "#ffffff",
+      "stroke-width": 2, "stroke-dasharray": "4 3", "pointer-events": "none"}, undefined, true));
     for (q = 7; q <= 12; q++) {  // the reversal cells: answer query q reads the prompt digit at 13 - q
-      svg.appendChild(el("rect", {x: left + c * (13 - q) + 1, y: top + c * q + 1, width: c - 2, height: c - 2, fill: "none",
-        stroke: "#ff3b30", "stroke-width": 2, "class": "rfp-expected"}, undefined, true));
+      svg.appendChild(el("rect", {x: LEFT + C * (13 - q) + 1, y: TOP + C * q + 1, width: C - 2, height: C - 2, fill: "none",
+        stroke: "#ff3b30", "stroke-width": 2, "class": "rfp-expected", "pointer-events": "none"}, undefined, true));
     }
-    svg.appendChild(el("rect", {x: left - 1, y: top + c * row, width: c * T + 2, height: c, fill: "none",
-      stroke: "#e6007e", "stroke-width": 2.5}, undefined, true));
-    var steps = 28, cw = c * T / steps, by = top + c * T + 10;
+    svg.appendChild(el("rect", {x: LEFT - 1, y: TOP + C * row, width: C * T + 2, height: C, fill: "none",
+      stroke: "#e6007e", "stroke-width": 2.5, "pointer-events": "none"}, undefined, true));
+    drawStrip(svg, M, row);
+    var steps = 28, cw = C * T / steps;
     for (var b = 0; b < steps; b++) {
-      svg.appendChild(el("rect", {x: left + b * cw, y: by, width: cw + 0.5, height: 10, fill: color((b + 0.5) / steps)},
+      svg.appendChild(el("rect", {x: LEFT + b * cw, y: BAR_Y, width: cw + 0.5, height: 9, fill: color((b + 0.5) / steps)},
         undefined, true));
     }
     ["0", "0.5", "1"].forEach(function (text, n) {
-      svg.appendChild(el("text", {x: left + n * c * T / 2, y: by + 22, "font-size": 10,
+      svg.appendChild(el("text", {x: LEFT + n * C * T / 2, y: BAR_Y + 20, "font-size": 10,
         "text-anchor": ["start", "middle", "end"][n]}, text, true));
     });
-    svg.appendChild(el("text", {x: left + c * T / 2, y: by + 33, "font-size": 10, "text-anchor": "middle"},
+    svg.appendChild(el("text", {x: LEFT + C * T / 2, y: BAR_Y + 32, "font-size": 10, "text-anchor": "middle"},
       O.text.weight, true));
+    state.hover = svg.appendChild(el("rect", {width: C, height: C, "class": "rfp-hover", visibility: "hidden"},
+      undefined, true));
     body.appendChild(svg);
-    var table = el("table", {"class": "rfp-bars"});
-    table.appendChild(el("caption", {}, say("bars", {row: row})));
-    for (k = 0; k < T; k++) {
-      var tr = el("tr", {"class": row >= 7 && row <= 12 && k === 13 - row ? "rfp-expected" : ""});
-      tr.appendChild(el("td", {}, label(k)));
-      var cell = el("td", {style: "width:160px"});
-      cell.appendChild(el("div", {"class": "rfp-bar", style: "width:" + Math.round(Math.min(1, M[row][k]) * 150) + "px"}));
-      tr.appendChild(cell);
-      tr.appendChild(el("td", {"class": "rfp-value", "data-k": k}, r.causal && k > row ? O.text.masked : M[row][k].toFixed(3)));
-      table.appendChild(tr);
+    drawBars(M, row);
+  }
+
+  function drawStrip(svg, M, row) {  // the query row's weights as bars under their key columns
+    svg.appendChild(el("rect", {x: LEFT, y: STRIP_Y, width: C * T, height: STRIP, "class": "rfp-strip-bg"},
+      undefined, true));
+    for (var k = 0; k < T; k++) {
+      var x = LEFT + C * k + 3, w = C - 6;
+      if (isMasked(row, k)) {
+        svg.appendChild(el("rect", {x: x, y: STRIP_Y + STRIP - 4, width: w, height: 4, fill: "url(#" + ID + "-hatch)",
+          "class": "rfp-strip-hit", "data-q": row, "data-k": k}, undefined, true));
+        continue;
+      }
+      var height = Math.max(0.5, Math.min(1, M[row][k]) * (STRIP - 2));
+      svg.appendChild(el("rect", {x: x, y: STRIP_Y + STRIP - height, width: w, height: height, "class": "rfp-strip-bar",
+        fill: "#3b528b", "pointer-events": "none"}, undefined, true));
+      // a cell-high target over the bar, so pointing at a bar reads it like its cell
+      svg.appendChild(el("rect", {x: LEFT + C * k, y: STRIP_Y, width: C, height: STRIP, fill: "transparent",
+        "class": "rfp-strip-hit", "data-q": row, "data-k": k}, undefined, true));
     }
-    body.appendChild(table);
+    if (row >= 7 && row <= 12) {  // the key this answer row should read
+      svg.appendChild(el("rect", {x: LEFT + C * (13 - row) + 1, y: STRIP_Y + 1, width: C - 2, height: STRIP - 2,
+        fill: "none", stroke: "#ff3b30", "stroke-width": 1.5, "pointer-events": "none"}, undefined, true));
+    }
+    svg.appendChild(el("text", {x: LEFT - 4, y: STRIP_Y + STRIP / 2 + 4, "text-anchor": "end", "font-size": 10,
+      "font-weight": "bold"}, label(row), true));
+    svg.appendChild(el("text", {x: LEFT + C * T / 2, y: STRIP_Y + STRIP + 12, "font-size": 10, "text-anchor": "middle"},
+      say("bars", {row: row}), true));
+  }
+
+  function drawBars(M, row) {  // the same weights as numbers, in the folded table under the heatmap
+    var fold = $(".rfp-bars-box");
+    if (!fold) { return; }
+    fold.querySelector("summary").textContent = say("bars", {row: row});
+    $$("table.rfp-bars tr").forEach(function (tr, k) {
+      tr.className = row >= 7 && row <= 12 && k === 13 - row ? "rfp-expected" : "";
+      tr.querySelector(".rfp-key").textContent = label(k);
+      tr.querySelector(".rfp-bar").style.width = (isMasked(row, k) ? 0 : Math.min(1, M[row][k]) * 100).toFixed(1) + "%";
+      tr.querySelector(".rfp-value").textContent = isMasked(row, k) ? O.text.masked : M[row][k].toFixed(3);
+    });
+  }
+
+  function drawThumbs() {  // every head of both layers as a 14 x 14 image, masked cells left clear
+    $$("button.rfp-thumb").forEach(function (button) {
+      var layer = Number(button.dataset.layer), h = button.dataset.head, canvas = button.querySelector("canvas");
+      button.setAttribute("aria-pressed", String(layer === state.layer && h === state.head));
+      button.setAttribute("aria-label", say("pick", {layer: layer, head: headName(h)}));
+      if (button.disabled || !canvas.getContext) { return; }
+      var M = weights(layer, h), g = canvas.getContext("2d"), image = g.createImageData(T, T);
+      for (var q = 0; q < T; q++) {
+        for (var k = 0; k < T; k++) {
+          var at = 4 * (q * T + k), hex = color(M[q][k]);
+          image.data[at] = parseInt(hex.slice(1, 3), 16);
+          image.data[at + 1] = parseInt(hex.slice(3, 5), 16);
+          image.data[at + 2] = parseInt(hex.slice(5, 7), 16);
+          image.data[at + 3] = isMasked(q, k) ? 0 : 255;
+        }
+      }
+      g.putImageData(image, 0, 0);
+    });
+  }
+
+  // ---- pointing at the heatmap: hover or tap reads a cell, a click picks its row --------------
+  var readout = $(".rfp-readout");
+  function read(q, k) {
+    var masked = isMasked(q, k), value = masked ? O.text.masked : state.shown[q][k].toFixed(3);
+    readout.textContent = say("readout", {q: q, qtoken: name(state.result.inputs[q]), k: k,
+      ktoken: name(state.result.inputs[k]), weight: value});
+    readout.classList.remove("rfp-hint");
+    var box = state.hover;
+    box.setAttribute("x", LEFT + C * k); box.setAttribute("y", TOP + C * q); box.setAttribute("visibility", "visible");
+    state.labels.rows.concat(state.labels.columns).forEach(function (text) { text.classList.remove("rfp-hot"); });
+    state.labels.rows[q].classList.add("rfp-hot");
+    state.labels.columns[k].classList.add("rfp-hot");
+  }
+  function cellOf(event) {
+    var t = event.target;
+    return t && t.getAttribute && t.getAttribute("data-k") !== null ? t : null;
+  }
+  function pointAt(body) {
+    body.addEventListener("pointerover", function (event) {
+      var cell = cellOf(event);
+      if (cell && state.shown) { read(Number(cell.getAttribute("data-q")), Number(cell.getAttribute("data-k"))); }
+    });
+    body.addEventListener("click", function (event) {  // a tap reads the cell too: pointerover came first
+      var cell = cellOf(event);
+      if (!cell || !state.shown) { return; }
+      var q = Number(cell.getAttribute("data-q")), k = Number(cell.getAttribute("data-k"));
+      if (q !== state.row) { pick({row: q}); }
+      read(q, k);
+    });
+  }
+
+  function pick(change) {  // a new layer, head or row from any control: every control shows it
+    for (var key in change) { state[key] = change[key]; }
+    if (layerBox) { layerBox.value = String(state.layer); }
+    if (headBox) { headBox.value = String(state.head); }
+    if (rowBox) { rowBox.value = String(state.row); }
+    if (state.result) { draw(); drawThumbs(); }
   }
 
   function build() {  // which weights these are: the export names its build
@@ -241,9 +351,10 @@
     var layers = [], rows = [];
     for (var l = 0; l < window.revformerModel.config(O.groups[0]).layers; l++) { layers.push(say("layer", {l: l})); }
     for (var q = 0; q < T; q++) { rows.push(String(q)); }
-    fillSelect(layerBox, layers, layers.map(function (x, i) { return i; }), O.layer);
-    fillSelect(rowBox, rows, rows, O.row);
-    syncGroup(true);
+    fillSelect(layerBox, layers, layers.map(function (x, i) { return i; }), state.layer);
+    fillSelect(rowBox, rows, rows, state.row);
+    readout.classList.add("rfp-hint");
+    syncGroup();
     if (maskBox) { noteMask(); }
     if (digitsBox) { digitsBox.addEventListener("input", update); }
     var random = $(".rfp-random");
@@ -256,7 +367,7 @@
       });
     }
     if (groupBox) {
-      groupBox.addEventListener("change", function () { syncGroup(false); if (maskBox) { noteMask(); } build(); update(); });
+      groupBox.addEventListener("change", function () { syncGroup(); if (maskBox) { noteMask(); } build(); update(); });
     }
     build();
     if (maskBox) { maskBox.addEventListener("change", function () { noteMask(); update(); }); }
@@ -267,9 +378,15 @@
         syncAll(); update();
       });
     });
-    [layerBox, headBox, rowBox].forEach(function (box) {
-      if (box) { box.addEventListener("change", function () { if (state.result) { draw(); } }); }
+    if (layerBox) { layerBox.addEventListener("change", function () { pick({layer: Number(layerBox.value)}); }); }
+    if (headBox) { headBox.addEventListener("change", function () { pick({head: headBox.value}); }); }
+    if (rowBox) { rowBox.addEventListener("change", function () { pick({row: Number(rowBox.value)}); }); }
+    $$("button.rfp-thumb").forEach(function (button) {
+      button.addEventListener("click", function () {
+        pick({layer: Number(button.dataset.layer), head: button.dataset.head});
+      });
     });
+    pointAt($(".rfp-body"));
     update();
     root.dataset.firstDrawMs = (performance.now() - started).toFixed(1);  // for revformer.web.browser_timings
     root.dataset.drawnAtMs = performance.now().toFixed(1);  // since the page began to load

@@ -4,4 +4,5 @@ import torch
 
 def my_embed(model, ids):
     positions = torch.arange(ids.size(1), device=ids.device)  # [T]: 0, 1, ..., T-1
-    return model.token_embedding(ids) + model.position_embedding(positions)  # [B,T,D] + [T,D]
+    # [B,T,D] + [T,D]
+    return model.token_embedding(ids) + model.position_embedding(positions)
