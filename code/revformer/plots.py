@@ -199,50 +199,41 @@ __all__ = ["ATTENTION_CMAP", "DIFFERENCE_CMAP", "heatmap", "plot_ablation", "plo
 DARK_TEXT, DARK_LINE, DARK_BACKGROUND = "#ced6dd", "#9aa5b1", "#14181e"
 
 
-def _grey(colour, darker_than: float) -> bool:
-    """True for a grey or black (no hue) darker than ``darker_than`` (0 black, 1 white)."""
+def _rgba(colour):
+    """``colour`` as an (r, g, b, a) tuple, or None where it is no colour ("none", "auto", None)."""
     from matplotlib.colors import to_rgba
 
     if colour is None or (isinstance(colour, str) and colour in ("none", "auto")):
-        return False
+        return None
     try:
-        r, g, b, a = to_rgba(colour)
+        return to_rgba(colour)
     except (TypeError, ValueError):
-        return False
-    return a > 0 and max(r, g, b) - min(r, g, b) < 0.12 and max(r, g, b) < darker_than
+        return None
+
+
+def _grey(colour, darker_than: float) -> bool:
+    """True for a grey or black (no hue) darker than ``darker_than`` (0 black, 1 white)."""
+    rgba = _rgba(colour)
+    return (rgba is not None and rgba[3] > 0 and max(rgba[:3]) - min(rgba[:3]) < 0.12
+            and max(rgba[:3]) < darker_than)
 
 
 def _light(colour) -> bool:
     """True for a white or near-white colour (a background)."""
-    from matplotlib.colors import to_rgba
-
-    try:
-        r, g, b, a = to_rgba(colour)
-    except (TypeError, ValueError):
-        return False
-    return a > 0 and min(r, g, b) > 0.85
+    rgba = _rgba(colour)
+    return rgba is not None and rgba[3] > 0 and min(rgba[:3]) > 0.85
 
 
 def _pale(colour) -> bool:
     """True for a pale colour that is not near-white (a tinted box, which keeps its tint)."""
-    from matplotlib.colors import to_rgba
-
-    try:
-        r, g, b, a = to_rgba(colour)
-    except (TypeError, ValueError):
-        return False
-    return a > 0 and 0.6 < min(r, g, b) <= 0.85
+    rgba = _rgba(colour)
+    return rgba is not None and rgba[3] > 0 and 0.6 < min(rgba[:3]) <= 0.85
 
 
 def _dark_hue(colour) -> bool:
     """True for a dark colour with a hue (a dark blue label): too dim on a dark page."""
-    from matplotlib.colors import to_rgba
-
-    try:
-        r, g, b, a = to_rgba(colour)
-    except (TypeError, ValueError):
-        return False
-    return a > 0 and max(r, g, b) < 0.6 and not _grey(colour, 1.0)
+    rgba = _rgba(colour)
+    return rgba is not None and rgba[3] > 0 and max(rgba[:3]) < 0.6 and not _grey(colour, 1.0)
 
 
 def _lightened(colour, by: float = 0.45):
