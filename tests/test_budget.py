@@ -15,7 +15,9 @@ pytestmark = pytest.mark.book
 
 PAGE_BUDGET = 3200  # a numbered chapter
 SITE_BUDGET = 70000  # the developers' guide: the introduction, the chapters, the playground, glossary, references
-NOT_READ = ("div.cell_input", "pre", "div.cell_output table", "script", "style", "div.highlight", "form", "svg")
+# a hidden cell's toggle ("Show code cell source" / "Hide code cell source") is a control, not prose
+NOT_READ = ("div.cell_input", "pre", "div.cell_output table", "script", "style", "div.highlight", "form", "svg",
+            "details.hide > summary")
 
 
 def words(name: str) -> int:
@@ -35,7 +37,8 @@ def test_words_are_counted_outside_code_and_output(tmp_path, monkeypatch):
 
     (tmp_path / "x.html").write_text("<main><article><p>one two three</p><pre>not read</pre>"
                                      "<div class='cell_input'>x = 1</div><div class='highlight'>y</div>"
-                                     "<script>var z</script></article></main>")
+                                     "<script>var z</script><details class='hide'><summary><p>Show code cell "
+                                     "source</p></summary></details></article></main>")
     monkeypatch.setattr(book_facts, "HTML", tmp_path)
     assert words("x") == 3
 

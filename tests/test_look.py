@@ -191,3 +191,84 @@ def test_every_figure_text_is_at_least_11_px_at_1440(browser, site, edition):
     context.close()
     assert seen > 20, f"only {seen} figures found"
     assert not small, f"{len(small)} figures:\n" + "\n".join(small)
+
+
+# Every element of the page that shows past the viewport's edges, unless a scroll container holds it (a code
+# box, a wide table, display math) or a parent clips it.
+WIDER = """() => {
+  const width = document.documentElement.clientWidth, found = [];
+  if (document.documentElement.scrollWidth > width + 1) {
+    found.push(`the page scrolls sideways: ${document.documentElement.scrollWidth} px in ${width}`);
+  }
+  for (const e of document.querySelectorAll('.bd-header-article *, article.bd-article *')) {
+    const r = e.getBoundingClientRect();
+    if (!r.width || (r.left >= -1 && r.right <= width + 1)) continue;
+    let left = r.left, right = r.right, held = false;
+    for (let p = e.parentElement; p; p = p.parentElement) {
+      const overflow = getComputedStyle(p).overflowX;
+      if (/auto|scroll/.test(overflow)) { held = true; break; }
+      if (/hidden|clip/.test(overflow)) {
+        const c = p.getBoundingClientRect();
+        left = Math.max(left, c.left); right = Math.min(right, c.right);
+      }
+    }
+    if (held || right - left <= 0 || (left >= -1 && right <= width + 1)) continue;
+    found.push(`${(e.getAttribute('class') || e.tagName).toString().slice(0, 40)} at x ${Math.round(left)}-` +
+               `${Math.round(right)} of ${width} px`);
+  }
+  return found;
+}"""
+NARROW_PAGES = ["book/intro", "book/04_one_head", "book/10_heatmaps", "book/18_which_heads", "book/playground",
+                "book/glossary"]
+
+
+@pytest.mark.book
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("width", (320, 390))
+def test_nothing_is_wider_than_a_phone(browser, site, edition, width):
+    """On a phone nothing shows past the screen's edge outside a scroll container: the header, the prose, the
+    figures, the maps of the landing page (the look review: a 320-px header that overflowed, clipped display math)."""
+    problems = []
+    context = browser.new_context(viewport={"width": width, "height": 844})
+    tab = context.new_page()
+    for name in NARROW_PAGES:
+        tab.goto(f"{site}/{address(name, edition)}.html", wait_until="load")
+        tab.wait_for_timeout(200)
+        problems += [f"{name} ({edition}, {width} px): {p}" for p in tab.evaluate(WIDER)[:5]]
+    context.close()
+    assert not problems, "\n".join(problems[:20])
+
+
+@pytest.mark.book
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_landing_page_shows_the_way_in_and_the_parts(browser, site, edition):
+    """The three ways in on the first screen, above the live model; under it six cards, one a part, each with its
+    picture, each opening a page the site has; on a phone a card is at most a third of the screen tall."""
+    for width in (1440, 390):
+        context = browser.new_context(viewport={"width": width, "height": 844})
+        tab = context.new_page()
+        tab.goto(f"{site}/{address('book/intro', edition)}.html", wait_until="load")
+        seen = tab.evaluate("""() => ({
+          buttons: [...document.querySelectorAll('.rfl-button')].map(a => [a.href, a.getBoundingClientRect().height]),
+          cards: [...document.querySelectorAll('.rfl-card')].map(a => ({href: a.href,
+            height: a.getBoundingClientRect().height, picture: a.querySelector('svg.rfl-pic') !== null})),
+          model: document.querySelector('.rf-playground').getBoundingClientRect().top,
+          map: document.querySelector('.rfl-map').getBoundingClientRect().top,
+          ways: document.querySelector('.rfl-buttons').getBoundingClientRect().bottom})""")
+        where = f"{edition}, {width} px"
+        assert len(seen["buttons"]) == 3 and all(h >= 44 for _, h in seen["buttons"]), where
+        assert "colab.research.google.com" in seen["buttons"][2][0], where
+        assert len(seen["cards"]) == 6 and all(c["picture"] for c in seen["cards"]), where
+        assert seen["model"] < seen["map"], f"{where}: the map comes before the live model"
+        assert seen["ways"] < seen["model"], f"{where}: the ways in come after the live model"
+        if width > 1000:
+            assert seen["ways"] <= 800, f"{where}: the ways in end at {seen['ways']:.0f} px, below the first screen"
+        if width < 500:
+            assert all(c["height"] <= 844 / 3 for c in seen["cards"]), f"{where}: {seen['cards']}"
+        for href, _ in seen["buttons"][:2]:
+            assert tab.request.get(href).ok, f"{where}: {href}"
+        for card in seen["cards"]:
+            assert tab.request.get(card["href"]).ok, f"{where}: {card['href']}"
+        context.close()

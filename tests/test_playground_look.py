@@ -153,6 +153,15 @@ def test_the_heatmap_reads_out_the_cell_under_the_pointer(browser, site, edition
         masked = root.locator("rect.rfp-cell[data-q='3'][data-k='9']")  # the future, hatched
         masked.tap() if touch else masked.hover()
         assert readout.text_content().endswith({"en": "masked", "zh_CN": "已屏蔽"}[edition])
+        hint = tab.evaluate("e => JSON.parse(e.textContent).text.hint", root.locator(".rfp-options").element_handle())
+        if not touch:
+            tab.mouse.move(2, 2)  # the pointer leaves the heatmap: the reading goes
+            assert readout.text_content() == hint
+            root.locator("rect.rfp-cell[data-q='9'][data-k='4']").hover()
+            assert readout.text_content() != hint
+            tab.mouse.move(2, 2)
+        root.locator("input.rfp-digits").fill("987650")  # a new answer: no old cell's reading stays
+        assert readout.text_content() == hint
     finally:
         context.close()
 

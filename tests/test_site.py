@@ -114,6 +114,8 @@ def test_figures_are_numbered_and_the_prose_cites_only_figures_that_exist(name, 
     for image in soup.select(".cell_output img"):
         assert image.find_parent("figure"), f"{image.get('src')}: a figure without a caption"
     labels = [f.select_one("figcaption .rf-figure-number") for f in figures]
+    doubled = [c.get_text(" ", strip=True)[:30] for c in soup.select("figcaption") if c.select_one(".caption-number")]
+    assert not doubled, f"a second number (Sphinx's numfig) before the chapter's own: {doubled}"
     assert [label.get_text() if label else None for label in labels] == [
         f"Figure {number}.{k}." if edition == "en" else f"图 {number}.{k}" for k in range(1, len(figures) + 1)]
     article = soup.select_one("article") or soup
@@ -336,3 +338,32 @@ def test_the_chinese_page_prints_what_the_english_page_prints(name):
     assert len(zh_images) == len(en_images)
     # the figures are drawn from the same run in each language (revformer.i18n.figure_bundle): a figure
     # with words differs; tests/test_catalogues.py checks that each of them has its Chinese
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_every_page_names_itself_for_shared_links_and_has_an_icon(edition):
+    """A description, a preview card that the site serves (1200x630) and a favicon on every page of the table of
+    contents, each description the page's own words in the page's language (the look review: no favicon, no
+    page description, no preview image)."""
+    from PIL import Image
+
+    site = "https://revformer.github.io/revformer-book/" + ("" if edition == "en" else f"{edition}/")
+    root = HTML if edition == "en" else HTML / edition
+    descriptions = {}
+    for name in toc_files():
+        path = page(name, edition)
+        found = tags(path)
+        meta = {(a.get("name") or a.get("property")): a.get("content") for t, a in found if t == "meta"}
+        icons = [a["href"] for t, a in found if t == "link" and a.get("rel") == "icon"]
+        assert icons and (path.parent / icons[0]).resolve().is_file(), f"{name}: no favicon the site serves"
+        assert meta.get("og:image") == site + "_static/revformer-card.png", name
+        assert meta.get("og:description") == meta.get("description") and len(meta["description"]) >= 40, name
+        assert len(meta["description"]) <= 161, name
+        assert meta.get("og:url") == site + name + ".html", name
+        assert meta.get("twitter:card") == "summary_large_image", name
+        cjk = re.search(r"[\u4e00-\u9fff]", meta["description"])
+        assert bool(cjk) == (edition != "en"), f"{name}: description in the other language: {meta['description']}"
+        descriptions[name] = meta["description"]
+    assert len(set(descriptions.values())) > len(descriptions) - 3, "pages share one description"
+    with Image.open(root / "_static" / "revformer-card.png") as card:
+        assert card.size == (1200, 630)

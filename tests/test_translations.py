@@ -1,5 +1,6 @@
 """The Chinese edition's catalogues and notebooks (tools/translations.py, CONTRIBUTING.md)."""
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -150,8 +151,10 @@ def test_the_chinese_glossary_is_in_chinese_ordered_by_pinyin():
     assert ":sorted:" not in body
     heads = [line for line in body.split("\n")[1:] if line and not line.startswith((" ", ":::"))]
     assert len(heads) >= 50
-    keys = ["".join(lazy_pinyin(h)).lower() for h in heads]
+    # syllable by syllable, as a dictionary orders them: a headword that begins another comes first
+    keys = [[s.strip().lower() for s in lazy_pinyin(h.split("（")[0]) if re.search(r"\w", s)] for h in heads]
     assert keys == sorted(keys)
+    assert heads.index("注意力（attention）") < heads.index("注意力权重（attention weight）")
     chinese = [h for h in heads if translations.HAN.search(h)]
     assert len(chinese) >= 0.7 * len(heads)  # identifiers such as softmax or hook keep their name
     assert "因果 mask（causal mask）" in heads and "注意力权重（attention weight）" in heads

@@ -504,7 +504,8 @@ def test_typing_shows_errors_without_moving_anything(playground, experiment):
     assert [_box(p) for p in places] == before
     box.fill("1234")
     assert alert.text_content() == "Type exactly six digits 0-9 (got \u201c1234\u201d)."
-    assert root.get_attribute("data-answer") == "5 0 2 4 1 3 <EOS>"  # the last good answer stays
+    assert root.get_attribute("data-answer") == "5 0 2 4 1 3 <EOS>"  # the last good answer stays, dimmed
+    assert float(root.locator(".rfp-verdict").evaluate("e => getComputedStyle(e).opacity")) < 0.5
     assert [_box(p) for p in places] == before
     box.focus()
     tab.page.keyboard.press("Control+A")

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "tools" / "setup_cell.py.template"
 # Files, besides the notebooks, that name the repository or the site.
 NAMED_IN = ["_config.yml", "README.md", "CITATION.cff", "CONTRIBUTING.md", "code/pyproject.toml",
-            "code/revformer/web.py", "book/intro.md", "book/glossary.md", "book/playground.md"]
+            "code/revformer/web.py", "code/revformer/landing.py", "book/intro.md", "book/glossary.md", "book/playground.md"]
 REPO_PATTERN = re.compile(r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 

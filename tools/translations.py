@@ -556,6 +556,8 @@ def glossary_by_pinyin(blocks: list[str]) -> list[str]:
 
     An entry is a block whose first line is its headword (``消融（ablation）``) and the indented
     blocks after it. Sphinx's own ``:sorted:`` would order Chinese by code point, so it goes.
+    Headwords compare syllable by syllable, as a dictionary orders them, so one that begins
+    another comes first (注意力 before 注意力权重).
     """
     from pypinyin import lazy_pinyin
 
@@ -571,7 +573,12 @@ def glossary_by_pinyin(blocks: list[str]) -> list[str]:
             entries.append([body])
         else:
             entries[-1].append(body)
-    entries.sort(key=lambda entry: "".join(lazy_pinyin(entry[0].split("\n")[0])).lower())
+    def key(entry):  # the headword's Chinese part (before "（"), syllable by syllable: 注意力 before 注意力权重
+        headword = entry[0].split("\n")[0]
+        syllables = [s.strip().lower() for s in lazy_pinyin(headword.split("（")[0])]
+        return [s for s in syllables if re.search(r"\w", s)], headword
+
+    entries.sort(key=key)
     ordered = ["\n\n".join(entry) for entry in entries]
     ordered[-1] += "\n:::"
     return blocks[:start] + [head] + ordered + blocks[end + 1:]

@@ -452,6 +452,98 @@ def no_launch_for_pages(app, pagename, templatename, context, doctree):
         context["header_buttons"] = [b for b in context["header_buttons"] if b.get("label") != "launch-buttons"]
 
 
+DESCRIPTION = {"en": "A two-layer Transformer written by hand in PyTorch learns to reverse six digits: every "
+                     "number inside it printed, every chapter a notebook you can run.",
+               "zh_CN": "一个用 PyTorch 手写的两层 Transformer 学习把六个数字倒过来：模型里的每个数都打印出来，"
+                        "每一章都是可以运行的 notebook。"}
+CARD = "revformer-card.png"
+
+
+def _first_paragraph(doctree, limit: int = 160) -> str:
+    """The page's first paragraph as plain text, cut at a word (or, in Chinese, a character) near ``limit``."""
+    from docutils import nodes
+
+    for paragraph in doctree.findall(nodes.paragraph):
+        if not isinstance(paragraph.parent, (nodes.section, nodes.document)):  # not a list item, a note, a cell
+            continue
+        text = " ".join(paragraph.astext().split())
+        if len(text) >= 40:
+            if len(text) <= limit:
+                return text
+            cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+            return cut.rstrip(",;:，；：") + "…"
+    return ""
+
+
+def page_meta(app, pagename, templatename, context, doctree):
+    """A description and a preview card for shared links (``og:`` and ``twitter:``), and the favicon's type."""
+    language = app.config.revformer_language
+    site = (app.config.html_baseurl or "").rstrip("/") + "/"
+    described = (_first_paragraph(doctree) if doctree is not None and pagename != app.config.root_doc else "")
+    description = html.escape(described or DESCRIPTION[language], quote=True)
+    title = html.escape(context.get("title", "") or app.config.html_title or "", quote=True)
+    url = site + app.builder.get_target_uri(pagename)
+    context["metatags"] = context.get("metatags", "") + "".join(
+        f'\n<meta {attribute}="{name}" content="{value}" />' for attribute, name, value in (
+            ("name", "description", description), ("property", "og:title", title),
+            ("property", "og:description", description), ("property", "og:type", "website"),
+            ("property", "og:url", html.escape(url, quote=True)),
+            ("property", "og:image", html.escape(site + "_static/" + CARD, quote=True)),
+            ("property", "og:image:width", "1200"), ("property", "og:image:height", "630"),
+            ("name", "twitter:card", "summary_large_image")))
+
+
+def social_card(app, exception):
+    """The preview image of shared links: the book's title over layer 0's reversal pattern, 1200x630 px."""
+    if exception is not None or app.builder.format != "html":
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from revformer.i18n import cjk_font
+
+    title = app.config.html_title or app.config.project
+    fig = plt.figure(figsize=(12, 6.3), dpi=100)
+    fig.patch.set_facecolor("#0b3d4a")
+    grid = np.zeros((7, 8))
+    for row in range(6):
+        grid[row, 6 - row] = 1.0  # query 7 + row reads key 6 - row: the anti-diagonal
+    grid[6, 0] = 0.35
+    ax = fig.add_axes((0.62, 0.14, 0.33, 0.72))
+    ax.imshow(grid, cmap="cividis", vmin=0, vmax=1)
+    ax.set_axis_off()
+    family = [cjk_font()] if app.config.revformer_language == "zh_CN" and cjk_font() else None
+    font = {"family": family} if family else {}
+    # the text keeps to the left 55 % (x < 660 px), clear of the picture that starts at x = 744 px
+    fig.text(0.06, 0.62, "\n".join(_wrapped(title, 18 if family else 21)), color="white", fontsize=38,
+             fontweight="bold", va="center", **font)
+    fig.text(0.06, 0.2, "3 1 4 2 0 5 \u2192 5 0 2 4 1 3", color="#ffd75e", fontsize=26, family="monospace")
+    out = Path(app.outdir) / "_static" / CARD
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100, facecolor=fig.get_facecolor())
+    plt.close(fig)
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    if " " not in text:  # Chinese: by characters
+        return [text[i:i + width // 2] for i in range(0, len(text), width // 2)]
+    import textwrap
+
+    return textwrap.wrap(text, width)
+
+
+def set_favicon(app, config):
+    config.html_favicon = str(STATIC / "revformer-icon.svg")
+
+
+def own_figure_numbers(app, config):
+    """Figures are numbered per chapter by ``number_figures``; Jupyter Book turns Sphinx's numfig on whatever
+    ``_config.yml`` says, which would put "Fig. 16" before "Figure 10.3." (the Chinese reader's review)."""
+    config.numfig = False
+
+
 def add_static(app):
     app.config.html_static_path.append(str(STATIC))
 
@@ -478,6 +570,10 @@ def setup(app):
     app.connect("config-inited", default_light_mode)
     app.connect("config-inited", theme_header)
     app.connect("html-page-context", edition_link)
+    app.connect("html-page-context", page_meta)
+    app.connect("build-finished", social_card)
+    app.connect("config-inited", set_favicon)
+    app.connect("config-inited", own_figure_numbers, priority=900)
     app.connect("html-page-context", dark_figures)
     app.connect("html-page-context", no_launch_for_pages, priority=600)  # after the theme's (501)
     app.connect("html-page-context", dedupe_scripts, priority=900)

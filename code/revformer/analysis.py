@@ -104,3 +104,68 @@ def prefix_logit_change(model, inputs: torch.Tensor, causal: bool | None = None,
     return float((a[:, :PROMPT_LEN] - b[:, :PROMPT_LEN]).abs().max())
 
 
+
+
+
+SCORE_PARTS = ("token", "position", "bias")  # the three parts of a layer-0 query or key
+
+
+@torch.no_grad()
+def score_terms(model, ids: torch.Tensor, layer: int = 0, head: int = 0) -> dict[str, torch.Tensor]:
+    """A layer-0 head's scaled scores ``[T,T]`` on one sample ``ids`` ``[T]``, split into nine terms.
+
+    Layer 0 reads ``LN(x)`` with ``x = tok + pos`` (``block.norm1``). LayerNorm
+    subtracts each position's mean, divides by its standard deviation ``sigma``
+    and applies the learned ``gamma`` and ``beta``. The mean is linear, and once
+    ``sigma`` is taken from the actual ``x`` the division is a fixed factor per
+    position, so the normalised input splits exactly into three parts::
+
+        LN(x) = gamma*(tok - mean(tok))/sigma + gamma*(pos - mean(pos))/sigma + beta
+
+    The projections are linear too, so each query is a token part, a position
+    part and a bias part (``beta W_Q + b_Q``), and each key likewise; their dot
+    product is a sum of nine terms, named ``"query part·key part"``:
+    ``"token·position"`` holds the queries' token parts against the keys'
+    position parts. The nine ``[T,T]`` terms add up to the model's own scaled
+    scores. ``sigma`` still comes from token and position together: a position
+    part is the position row scaled by this sample's ``1/sigma``.
+
+    Only layer 0: layer 1 reads the residual stream, which already holds layer
+    0's output, not ``tok + pos``.
+    """
+    blocks = len(model.blocks)
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < blocks:
+        raise ValueError(f"layer must be a layer of the model, 0-{blocks - 1}, got {layer!r}")
+    if layer != 0:
+        raise ValueError(f"layer {layer} reads the residual stream, which holds the earlier blocks' "
+                         "output, not tok + pos: only layer 0's scores split into token, position "
+                         "and bias terms")
+    attn = model.blocks[0].attention
+    if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < attn.num_heads:
+        raise ValueError(f"head must be 0-{attn.num_heads - 1}, got {head!r}")
+    longest = model.config.max_positions
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or not 0 < ids.numel() <= longest:
+        raise ValueError(f"ids must be one sample, a 1-D tensor [T] with 1 <= T <= {longest}, "
+                         f"got {getattr(ids, 'shape', ids)!r}")
+    device = next(model.parameters()).device
+    ids = ids.to(device)
+    norm = model.blocks[0].norm1
+    tok = model.token_embedding(ids)  # [T,D]
+    pos = model.position_embedding(torch.arange(ids.numel(), device=device))  # [T,D]
+    x = tok + pos  # [T,D]: what norm1 reads
+    sigma = (x.var(dim=-1, unbiased=False, keepdim=True) + norm.eps).sqrt()  # [T,1]
+    gamma, beta = norm.weight, norm.bias  # [D], [D]
+    parts = {"token": gamma * (tok - tok.mean(dim=-1, keepdim=True)) / sigma,  # [T,D]
+             "position": gamma * (pos - pos.mean(dim=-1, keepdim=True)) / sigma,  # [T,D]
+             "bias": beta.expand_as(x)}  # [T,D]: the same beta at every position
+    rows = slice(head * attn.head_dim, (head + 1) * attn.head_dim)  # this head's slice
+
+    def split(linear):  # {part: [T,Dh]}: each part through W; b joins the bias part
+        W = linear.weight[rows].T  # [D,Dh], the formula's layout
+        out = {name: part @ W for name, part in parts.items()}  # each [T,Dh]
+        out["bias"] = out["bias"] + linear.bias[rows]  # [T,Dh]: beta W + b
+        return out
+
+    queries, keys = split(attn.q_proj), split(attn.k_proj)  # {part: [T,Dh]}
+    return {f"{q}·{k}": queries[q] @ keys[k].T * attn.scale  # [T,T]
+            for q in SCORE_PARTS for k in SCORE_PARTS}

@@ -390,7 +390,7 @@ def _markup(uid: str, o: dict) -> str:
     """The static controls and the reserved places the script fills.
 
     Two columns where the playground is wide (``_STYLE``): the controls, the answer, the knockouts and the loss
-    on one side, the heads' thumbnails, the heatmap and its row on the other; one column, in reading order, on a
+    on one side, the heatmap, its row and the heads' thumbnails on the other; one column, in reading order, on a
     phone (the loss last).
     """
     shown = set(o["controls"])
@@ -400,14 +400,19 @@ def _markup(uid: str, o: dict) -> str:
         side.append(_knockout(uid, o, t))
     if "loss" in shown:
         side.append(_loss(t))
-    main = []
-    # the heads' thumbnails over the heatmap they pick, or under the answer where that side is short
+    # the heatmap at the top of its column, under the line that reads out the cell pointed at, so that it shows
+    # in the widget's first screen; the note on its row under it; then the heads' thumbnails that pick what it
+    # shows (under the answer instead, where that side is short)
+    main = [f'<div class="rfp-readout" aria-live="polite">{t["hint"]}</div><div class="rfp-body"></div>'
+            '<div class="rfp-note">&nbsp;</div>']
     (main if {"knockout", "loss"} & shown else side).append(_view(uid, o, t, shown))
-    main.append('<div class="rfp-note">&nbsp;</div>'
-                f'<div class="rfp-readout" aria-live="polite">{t["hint"]}</div><div class="rfp-body"></div>')
     if "row" in shown:
         main.append(_bars())
-    title = f'<div class="rfp-title">{html.escape(o["title"])}</div>' if o["title"] else ""
+    # the playground's own title is its page's heading too (book/playground and its notebook): said once
+    from .i18n import tr
+
+    own = o["title"] and o["title"] != tr(TITLES["playground"], o.get("language") or "en")
+    title = f'<div class="rfp-title">{html.escape(o["title"])}</div>' if own else ""
     return (title + '<div class="rfp-grid"><div class="rfp-side">' + "".join(side) + "</div>"
             '<div class="rfp-main">' + "".join(main) + '</div></div><div class="rfp-build">&nbsp;</div>')
 
@@ -520,6 +525,15 @@ def _bars() -> str:
 # of an HTML output in dark mode is taken away for it (the rule with :has).
 # Two columns where the playground is at least 660 px wide (a container query: the book's text column from
 # 1100 px, a notebook's output); one column, everything shrinking to the width, on a phone.
+# No text under 12 px (the widget's 14 px times .875 at the least), and every control a target of at least
+# 40 px: the digits, the buttons, the lists, the knockout chips, the mask's switch (a 44 x 40 px box whose
+# transparent border leaves a 24 px track), and the thumbnails (3.2em square). Seven answer chips share a
+# column 320-370 px wide: a probability shows without its "%" (a screen reader still reads it; the legend says
+# "(%)" once), so that ">99.99" fits a chip at 12 px, condensed where the font has a condensed face; only on a
+# 320 px phone (a playground under 300 px) does it take 11 px, and "<EOS>" a tighter spacing, to fit its chip.
+# Chinese sentences break at their spaces and punctuation where their phrases are short (the verdict's closing
+# "reversed." phrase is not split), and the notes keep more than one word on their last line (not the verdict,
+# whose six digits stay together rather than lend one to its last word).
 _STYLE = """<style>
 .rf-playground{--rfp-text:var(--pst-color-text-base,currentColor);--rfp-muted:var(--pst-color-text-muted,color-mix(in srgb,currentColor 68%,transparent));--rfp-border:var(--pst-color-border,color-mix(in srgb,currentColor 30%,transparent));--rfp-surface:var(--pst-color-surface,rgba(128,128,128,.1));--rfp-field:var(--pst-color-background,Field);--rfp-primary:var(--pst-color-primary,#0a7d91);--rfp-on-primary:var(--pst-color-primary-text,#fff);--rfp-success:var(--pst-color-success,#00843f);--rfp-danger:var(--pst-color-danger,#d72d47);--rfp-on-danger:var(--pst-color-danger-text,#fff);container:rfp/inline-size;font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--rfp-text);background:transparent;border:1px solid var(--rfp-border);border-radius:10px;padding:.9em 1em;margin:1em 0;max-width:100%}
 html[data-theme=dark] .bd-content div.cell_output div.output.text_html:has(> .rf-playground){background:transparent;padding:0;color:inherit}
@@ -530,15 +544,15 @@ html[data-theme=dark] .bd-content div.cell_output div.output.text_html:has(> .rf
 .rf-playground .rfp-side,.rf-playground .rfp-main{display:contents}
 .rf-playground .rfp-loss-box{order:1}
 @container rfp (min-width:660px){
-.rf-playground .rfp-grid{display:grid;grid-template-columns:minmax(19em,5fr) minmax(0,6fr);gap:1.6em;align-items:start}
+.rf-playground .rfp-grid{display:grid;grid-template-columns:minmax(19em,1fr) minmax(0,1fr);gap:1.6em;align-items:start}
 .rf-playground .rfp-side,.rf-playground .rfp-main{display:flex;flex-direction:column;gap:.75em;min-width:0}
 .rf-playground .rfp-loss-box{order:0}}
 .rf-playground .rfp-controls{display:flex;flex-wrap:wrap;gap:.6em .9em;align-items:flex-end}
 .rf-playground .rfp-field{display:inline-flex;flex-direction:column;gap:.2em;min-width:0;max-width:100%}
-.rf-playground .rfp-field>label{margin:0;font-size:.78em;font-weight:600;color:var(--rfp-muted)}
+.rf-playground .rfp-field>label{margin:0;font-size:.875em;font-weight:600;color:var(--rfp-muted)}
 .rf-playground .rfp-group-field{flex:1 1 100%}
-.rf-playground .rfp-model{display:block;font-size:.85em;color:var(--rfp-muted)}.rf-playground .rfp-model b{font-weight:600;color:var(--rfp-text)}
-.rf-playground input[type=text],.rf-playground select,.rf-playground button{font:inherit;color:var(--rfp-text);background-color:var(--rfp-field);border:1px solid var(--rfp-border);border-radius:6px;padding:.3em .6em;margin:0;min-height:2.3em;max-width:100%}
+.rf-playground .rfp-model{display:block;font-size:.875em;color:var(--rfp-muted)}.rf-playground .rfp-model b{font-weight:600;color:var(--rfp-text)}
+.rf-playground input[type=text],.rf-playground select,.rf-playground button{font:inherit;color:var(--rfp-text);background-color:var(--rfp-field);border:1px solid var(--rfp-border);border-radius:6px;padding:.3em .6em;margin:0;min-height:40px;max-width:100%}
 .rf-playground input.rfp-digits{font:600 1.3em/1.2 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;letter-spacing:.22em;width:7.4em;padding:.25em .5em}
 .rf-playground button{cursor:pointer}.rf-playground button:hover{border-color:var(--rfp-primary)}
 .rf-playground button.rfp-random{background:var(--rfp-primary);border-color:var(--rfp-primary);color:var(--rfp-on-primary);font-weight:600;padding:.3em .9em}
@@ -546,49 +560,54 @@ html[data-theme=dark] .bd-content div.cell_output div.output.text_html:has(> .rf
 .rf-playground select{appearance:none;-webkit-appearance:none;padding-right:2.2em;text-overflow:ellipsis;background-image:linear-gradient(45deg,transparent 50%,currentColor 50%),linear-gradient(135deg,currentColor 50%,transparent 50%);background-position:calc(100% - 15px) 55%,calc(100% - 10px) 55%;background-size:5px 5px;background-repeat:no-repeat}
 .rf-playground select.rfp-group{width:100%}
 .rf-playground :focus-visible{outline:2px solid var(--rfp-primary);outline-offset:2px}
-.rf-playground .rfp-switch{flex-direction:row;align-items:center;gap:.5em;flex-wrap:wrap}
-.rf-playground .rfp-switch>label{font-size:1em;font-weight:500;color:var(--rfp-text)}
-.rf-playground input.rfp-mask{appearance:none;-webkit-appearance:none;position:relative;flex:none;width:2.3em;height:1.3em;margin:0;border-radius:1em;background:var(--rfp-muted);cursor:pointer;transition:background .15s}
-.rf-playground input.rfp-mask::before{content:"";position:absolute;top:.15em;left:.15em;width:1em;height:1em;border-radius:50%;background:var(--rfp-field);transition:transform .15s}
-.rf-playground input.rfp-mask:checked{background:var(--rfp-primary)}.rf-playground input.rfp-mask:checked::before{transform:translateX(1em)}
-.rf-playground .rfp-mask-note{font-size:.85em;color:var(--rfp-muted)}
-.rf-playground .rfp-error{min-height:1.3em;line-height:1.3;margin:-.6em 0 -.4em;color:var(--rfp-danger);font-weight:600;font-size:.85em}
+.rf-playground .rfp-switch{flex-direction:row;align-items:center;gap:.5em;flex-wrap:wrap;min-height:40px}
+.rf-playground .rfp-switch>label{font-size:1em;font-weight:500;color:var(--rfp-text);padding:.6em 0;cursor:pointer}
+.rf-playground input.rfp-mask{appearance:none;-webkit-appearance:none;position:relative;flex:none;box-sizing:border-box;width:44px;height:40px;margin:0;border:8px solid transparent;border-width:8px 0;border-radius:12px/20px;background:var(--rfp-muted);background-clip:padding-box;cursor:pointer;transition:background-color .15s}
+.rf-playground input.rfp-mask::before{content:"";position:absolute;top:3px;left:3px;width:18px;height:18px;border-radius:50%;background:var(--rfp-field);transition:transform .15s}
+.rf-playground input.rfp-mask:checked{background-color:var(--rfp-primary)}.rf-playground input.rfp-mask:checked::before{transform:translateX(20px)}
+.rf-playground .rfp-mask-note{font-size:.875em;color:var(--rfp-muted)}
+.rf-playground .rfp-error{min-height:1.3em;line-height:1.3;margin:-.6em 0 -.4em;color:var(--rfp-danger);font-weight:600;font-size:.875em}
 .rf-playground .rfp-sr{position:absolute!important;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 .rf-playground table{border-collapse:collapse;margin:0;color:inherit;background:transparent;font-variant-numeric:tabular-nums}
 .rf-playground th,.rf-playground td{border:0;background:transparent;color:inherit}
-.rf-playground caption,.rf-playground details.rfp-fold>summary{caption-side:top;text-align:left;padding:0 0 .35em;font-size:.78em;font-weight:600;color:var(--rfp-muted)}
+.rf-playground caption,.rf-playground details.rfp-fold>summary{caption-side:top;text-align:left;padding:0 0 .35em;font-size:.875em;font-weight:600;color:var(--rfp-muted)}
 .rf-playground table.rfp-answer{display:block;position:relative;width:auto}
 .rf-playground table.rfp-answer caption{display:block}
 .rf-playground table.rfp-answer tbody{display:flex;flex-wrap:wrap;gap:.3em}
 .rf-playground tr.rfp-chip{display:flex;flex-direction:column;flex:1 0 2.75em;max-width:4.4em;border:1px solid var(--rfp-border);border-top:3px solid var(--rfp-success);border-radius:8px;background:var(--rfp-surface);text-align:center;overflow:hidden}
 .rf-playground tr.rfp-chip>*{display:block;padding:0 1px;text-align:center;white-space:nowrap}
-.rf-playground th.rfp-at{font-size:.72em;font-weight:600;color:var(--rfp-muted);padding-top:.15em}
+.rf-playground th.rfp-at{font-size:.875em;font-weight:600;color:var(--rfp-muted);padding-top:.15em}
 .rf-playground th.rfp-at::after{content:" \\2713";color:var(--rfp-success)}
 .rf-playground tr.rfp-wrong th.rfp-at::after{content:" \\2717";color:var(--rfp-danger)}
 .rf-playground td.rfp-tok{font:700 1.3em/1.3 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-.rf-playground td.rfp-tok.rfp-special,.rf-playground td.rfp-want.rfp-special{font-size:.74em;line-height:2.27}
-.rf-playground td.rfp-prob{font-size:.7em;letter-spacing:-.02em;color:var(--rfp-muted)}
-.rf-playground td.rfp-want{font:.85em/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:var(--rfp-muted);border-top:1px dashed var(--rfp-border);margin-top:.2em}
-.rf-playground td.rfp-want.rfp-special{line-height:2.05}
+.rf-playground td.rfp-tok.rfp-special{font-size:.86em;line-height:1.965}
+.rf-playground td.rfp-prob{font-size:.875em;font-stretch:condensed;letter-spacing:-.01em;color:var(--rfp-muted)}
+.rf-playground td.rfp-want{font:.875em/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:var(--rfp-muted);border-top:1px dashed var(--rfp-border);margin-top:.2em}
+.rf-playground td.rfp-want.rfp-special{font-size:.86em;line-height:1.526}
 .rf-playground tr.rfp-chip.rfp-wrong{border-color:var(--rfp-danger);background:color-mix(in srgb,var(--rfp-danger) 15%,transparent)}
 .rf-playground td.rfp-wrong{color:var(--rfp-danger)}
 .rf-playground tr.rfp-wrong td.rfp-want{color:var(--rfp-text);font-weight:700}
-.rf-playground .rfp-legend{margin-top:.3em;font-size:.72em;color:var(--rfp-muted)}.rf-playground .rfp-legend-key{margin-right:.35em}
+.rf-playground .rfp-pct{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}
+@container rfp (max-width:420px){.rf-playground table.rfp-answer tbody{gap:.2em}.rf-playground tr.rfp-chip{flex-basis:2.3em}.rf-playground tr.rfp-chip>*{padding:0}}
+@container rfp (max-width:300px){.rf-playground td.rfp-special{letter-spacing:-.07em}.rf-playground td.rfp-prob{font-size:11px;letter-spacing:-.03em}}
+.rf-playground .rfp-legend{margin-top:.3em;font-size:.875em;color:var(--rfp-muted)}.rf-playground .rfp-legend-key{margin-right:.35em}.rf-playground .rfp-legend>span:nth-child(4)::after{content:" (%)"}
 .rf-playground .rfp-verdict{min-height:1.45em;margin-top:.45em;font-weight:600;font-size:.95em}
+.rf-playground :is(.rfp-note,.rfp-readout,.rfp-legend,caption,summary,.rfp-build){text-wrap:pretty}
+.rf-playground[lang^=zh] :is(.rfp-verdict,.rfp-legend){word-break:keep-all;overflow-wrap:anywhere;line-break:strict}
 .rf-playground .rfp-verdict.rfp-ok{color:var(--rfp-success)}.rf-playground .rfp-verdict.rfp-bad{color:var(--rfp-danger)}
 .rf-playground details.rfp-fold{border:1px solid var(--rfp-border);border-radius:8px;padding:.35em .7em .45em;margin:0}
 .rf-playground details.rfp-fold>summary{cursor:pointer;padding:.1em 0}
 .rf-playground details.rfp-fold[open]>summary{margin-bottom:.3em}
-.rf-playground table.rfp-loss{width:100%;font-size:.85em}
-.rf-playground table.rfp-loss th,.rf-playground table.rfp-loss td{padding:.05em .35em;text-align:right}
-.rf-playground table.rfp-loss th[scope=col]{font-size:.85em;font-weight:600;color:var(--rfp-muted);vertical-align:bottom;word-break:keep-all}
+.rf-playground table.rfp-loss{width:100%;font-size:.875em}
+.rf-playground table.rfp-loss th,.rf-playground table.rfp-loss td{padding:.05em .25em;text-align:right}
+.rf-playground table.rfp-loss th[scope=col]{font-size:1em;font-weight:600;color:var(--rfp-muted);vertical-align:bottom;word-break:keep-all}
 .rf-playground table.rfp-loss td.rfp-pos,.rf-playground table.rfp-loss th[scope=row],.rf-playground table.rfp-loss th:first-child{text-align:left;white-space:nowrap}
 .rf-playground table.rfp-loss th[scope=row]{font-weight:600}
 .rf-playground tr.rfp-loss-mean{border-top:1px solid var(--rfp-border)}
-.rf-playground td.rfp-loss-bar{width:28%}.rf-playground td.rfp-loss-bar div{height:.6em;border-radius:2px;background:var(--rfp-primary)}
+.rf-playground td.rfp-loss-bar{width:20%}.rf-playground td.rfp-loss-bar div{height:.6em;border-radius:2px;background:var(--rfp-primary)}
 .rf-playground .rfp-view{display:flex;flex-direction:column;gap:.5em}
-.rf-playground .rfp-thumbs{display:grid;grid-template-columns:auto repeat(var(--rfp-heads),minmax(0,3.1em));gap:.25em .35em;align-items:center;justify-content:start}
-.rf-playground .rfp-thumb-head,.rf-playground .rfp-thumb-layer{font-size:.72em;color:var(--rfp-muted);white-space:nowrap;text-align:center}
+.rf-playground .rfp-thumbs{display:grid;grid-template-columns:auto repeat(var(--rfp-heads),minmax(0,3.2em));gap:.25em .35em;align-items:center;justify-content:start}
+.rf-playground .rfp-thumb-head,.rf-playground .rfp-thumb-layer{font-size:.875em;color:var(--rfp-muted);white-space:nowrap;text-align:center}
 .rf-playground .rfp-thumb-layer{text-align:right;padding-right:.2em}
 .rf-playground button.rfp-thumb{display:block;width:100%;min-height:0;padding:2px;line-height:0;border-radius:5px;background:var(--rfp-surface)}
 .rf-playground button.rfp-thumb canvas{display:block;width:100%;height:auto;aspect-ratio:1;image-rendering:pixelated;border-radius:2px}
@@ -596,34 +615,35 @@ html[data-theme=dark] .bd-content div.cell_output div.output.text_html:has(> .rf
 .rf-playground .rfp-absent{visibility:hidden}
 .rf-playground .rfp-selects{gap:.4em .8em;align-items:center}.rf-playground .rfp-selects:empty{display:none}
 .rf-playground .rfp-selects .rfp-field{flex-direction:row;align-items:center;gap:.4em}
-.rf-playground .rfp-selects select{min-height:2em;padding-top:.15em;padding-bottom:.15em;font-size:.9em}
+.rf-playground .rfp-selects select{padding-top:.15em;padding-bottom:.15em}
 .rf-playground .rfp-knockout{display:flex;flex-direction:column;gap:.35em}
 .rf-playground fieldset.rfp-ko-layer{display:flex;flex-wrap:wrap;align-items:center;gap:.3em;border:0;padding:0;margin:0;min-width:0}
-.rf-playground fieldset.rfp-ko-layer legend{float:left;width:100%;margin:0 0 .05em;padding:0;font-size:.78em;font-weight:600;color:var(--rfp-muted);line-height:1.3}
+.rf-playground fieldset.rfp-ko-layer legend{float:left;width:100%;margin:0 0 .05em;padding:0;font-size:.875em;font-weight:600;color:var(--rfp-muted);line-height:1.3}
 .rf-playground .rfp-chipbox{position:relative;display:inline-flex}
 .rf-playground .rfp-chipbox input{position:absolute;inset:0;width:100%;height:100%;margin:0;opacity:0;cursor:pointer;z-index:1}
-.rf-playground .rfp-chipbox label{margin:0;padding:.12em .6em;border:1px solid var(--rfp-border);border-radius:999px;background:var(--rfp-surface);font-size:.8em;white-space:nowrap}
+.rf-playground .rfp-chipbox label{display:inline-flex;align-items:center;min-height:40px;margin:0;padding:0 .5em;border:1px solid var(--rfp-border);border-radius:999px;background:var(--rfp-surface);font-size:.875em;white-space:nowrap}
 .rf-playground .rfp-chipbox input:hover+label{border-color:var(--rfp-primary)}
 .rf-playground .rfp-chipbox input:checked+label{background:var(--rfp-danger);border-color:var(--rfp-danger);color:var(--rfp-on-danger);text-decoration:line-through}
 .rf-playground .rfp-chipbox input:indeterminate+label{border-color:var(--rfp-danger);border-style:dashed}
 .rf-playground .rfp-chipbox input:focus-visible+label{outline:2px solid var(--rfp-primary);outline-offset:2px}
-.rf-playground .rfp-note{font-size:.85em;color:var(--rfp-muted);min-height:2.9em}
-.rf-playground .rfp-readout{min-height:1.9em;padding:.25em .6em;border-radius:6px;background:var(--rfp-surface);font:600 .85em/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
-.rf-playground .rfp-readout.rfp-hint{font:.85em/1.45 system-ui,sans-serif;color:var(--rfp-muted)}
-.rf-playground .rfp-body{width:100%;max-width:30em;aspect-ratio:372/480}
+.rf-playground .rfp-note{font-size:.875em;color:var(--rfp-muted);min-height:4.35em}
+.rf-playground .rfp-readout{min-height:1.9em;padding:.25em .6em;border-radius:6px;background:var(--rfp-surface);font:600 .875em/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
+.rf-playground .rfp-readout.rfp-hint{font:.875em/1.45 system-ui,sans-serif;color:var(--rfp-muted)}
+.rf-playground .rfp-body{width:100%;max-width:30em;aspect-ratio:388/525}
 .rf-playground .rfp-body svg{display:block;width:100%;height:auto;touch-action:manipulation}
 .rf-playground svg text{fill:currentColor;font-family:system-ui,sans-serif}
 .rf-playground svg text.rfp-hot{fill:var(--rfp-primary);font-weight:700}
 .rf-playground svg .rfp-cell{cursor:crosshair}
 .rf-playground svg .rfp-hatch-bg{fill:var(--rfp-surface)}.rf-playground svg .rfp-hatch-line{stroke:var(--rfp-border)}
-.rf-playground svg .rfp-hover{fill:none;stroke:var(--rfp-text);stroke-width:2;pointer-events:none}
+.rf-playground svg .rfp-hover{fill:none;pointer-events:none}.rf-playground svg .rfp-hover-halo{stroke:#fff;stroke-width:5}.rf-playground svg .rfp-hover-ring{stroke:#000;stroke-width:2}
 .rf-playground svg .rfp-strip-bg{fill:var(--rfp-surface)}.rf-playground svg .rfp-strip-bar{fill:var(--rfp-primary)}
-.rf-playground table.rfp-bars{font-size:.8em}
+.rf-playground table.rfp-bars{font-size:.875em}
 .rf-playground table.rfp-bars td{padding:0 .4em;height:1.4em;white-space:nowrap}
 .rf-playground td.rfp-bar-cell{width:9em}.rf-playground .rfp-bar{height:.6em;border-radius:2px;background:var(--rfp-primary)}
 .rf-playground td.rfp-value{text-align:right}.rf-playground tr.rfp-expected td{font-weight:700}
-.rf-playground .rfp-build{margin-top:.9em;font-size:.75em;color:var(--rfp-muted)}
-.rf-playground.rfp-stale .rfp-body,.rf-playground.rfp-stale table,.rf-playground.rfp-stale .rfp-thumbs{opacity:.45}
+.rf-playground .rfp-build{margin-top:.9em;font-size:.875em;color:var(--rfp-muted)}
+.rf-playground.rfp-stale .rfp-body,.rf-playground.rfp-stale table,.rf-playground.rfp-stale .rfp-thumbs,
+.rf-playground.rfp-stale :is(.rfp-verdict,.rfp-readout){opacity:.45}
 </style>"""
 
 

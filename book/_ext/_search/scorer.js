@@ -15,6 +15,20 @@
     if (home && /(^|\/)glossary$/.test(result[0])) { score += 20; }
     return score;
   };
+  // TeX as a reader would write it in plain text: x_out = LN(x + Sublayer(x)), j ≤ i, (1)/(6) Σ ..., not the
+  // command words a stripped backslash leaves ("operatorname", "infty", "le", "frac").
+  var SYMBOLS = {infty: "∞", le: "≤", leq: "≤", ge: "≥", geq: "≥", neq: "≠", approx: "≈", sum: "Σ", prod: "Π",
+                 ell: "ℓ", cdot: "·", times: "×", odot: "⊙", to: "→", rightarrow: "→", sqrt: "√", in: "∈",
+                 top: "ᵀ", dots: "…", ldots: "…", cdots: "⋯", alpha: "α", beta: "β", gamma: "γ", sigma: "σ",
+                 mu: "μ", epsilon: "ε", varepsilon: "ε", lambda: "λ", theta: "θ", quad: " ", qquad: " ",
+                 left: "", right: "", big: "", Big: ""};
+  function plain(tex) {
+    return tex.replace(/\\[()\[\]]/g, "")
+      .replace(/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)")
+      .replace(/\\(?:text|operatorname|mathrm|mathbf|mathit|mathbb|mathcal|boldsymbol|textbf)\{([^{}]*)\}/g, "$1")
+      .replace(/\\([A-Za-z]+)/g, function (m, word) { return word in SYMBOLS ? SYMBOLS[word] : word; })
+      .replace(/\\[,;:! ]/g, " ").replace(/[{}]/g, "");
+  }
   var toText = Search.htmlToText;
   Search.htmlToText = function (htmlString, anchor) {
     var page = new DOMParser().parseFromString(htmlString, "text/html");
@@ -22,7 +36,7 @@
                           "nav, .toctree-wrapper, button, select, input, summary, .bd-header-article, " +
                           ".header-article-items, .onlyprint, mjx-assistive-mml").forEach(function (el) { el.remove(); });
     page.querySelectorAll(".math").forEach(function (el) {  // math as plain symbols: 13-q, not \(13-q\)
-      el.textContent = el.textContent.replace(/\\[()\[\]]/g, "").replace(/\\(\w+)/g, "$1");
+      el.textContent = plain(el.textContent);
     });
     return toText(page.documentElement.outerHTML, anchor);
   };

@@ -117,7 +117,12 @@
     drawThumbs();
   }
 
-  function percent(p) { return p > 0.9999 ? ">99.99%" : (100 * p).toFixed(p > 0.99 ? 2 : 1) + "%"; }
+  function percent(p) { return p > 0.9999 ? ">99.99" : (100 * p).toFixed(p > 0.99 ? 2 : 1); }  // the "%" apart
+  function showPercent(cell, p, forced) {  // "99.98%", its "%" for a screen reader only (the legend says "(%)")
+    cell.textContent = percent(p);
+    cell.appendChild(el("span", {"class": "rfp-pct"}, "%"));
+    if (forced) { cell.appendChild(document.createTextNode("*")); }
+  }
   function loss(v) { return v.toPrecision(3); }  // 0.000213 or 2.31: three significant digits
 
   function drawAnswer() {  // the seven chips: the token, its probability, the reversal; a wrong one marked
@@ -129,7 +134,7 @@
       cell.classList.toggle("rfp-wrong", !right);
       cell.classList.toggle("rfp-special", t in NAMES);  // <EOS> in a smaller type keeps the chip narrow
       cell.parentNode.classList.toggle("rfp-wrong", !right);
-      $('td.rfp-prob[data-i="' + i + '"]').textContent = percent(r.answer.probabilities[i]) + (r.answer.forced[i] ? "*" : "");
+      showPercent($('td.rfp-prob[data-i="' + i + '"]'), r.answer.probabilities[i], r.answer.forced[i]);
       truth.textContent = name(want[i]);
       truth.classList.toggle("rfp-special", want[i] in NAMES);
       if (!right) { wrong.push(8 + i); }
@@ -176,9 +181,11 @@
   function label(i) { return i + " " + name(state.result.inputs[i]); }
   function isMasked(q, k) { return state.result.causal && k > q; }  // the future: -inf before the softmax, weight 0
 
-  // The heatmap's geometry, in the SVG's own units (it scales to the width; .rfp-body keeps its proportions)
-  var C = 22, LEFT = 58, TOP = 62, STRIP = 40, WIDTH = LEFT + C * T + 6;
-  var STRIP_Y = TOP + C * T + 10, BAR_Y = STRIP_Y + STRIP + 24, HEIGHT = BAR_Y + 36;
+  // The heatmap's geometry, in the SVG's own units (it scales to the width; .rfp-body keeps its proportions,
+  // 388/525 in _STYLE). Its text is 14 units: 12 px or more wherever the heatmap is shown 335 px wide or more
+  // (a 390 px phone); LEFT and TOP hold the longest label, "0 <BOS>", across and upright.
+  var C = 22, FONT = 14, LEFT = 74, TOP = 92, STRIP = 40, WIDTH = LEFT + C * T + 6;
+  var STRIP_Y = TOP + C * T + 10, BAR_Y = STRIP_Y + STRIP + 30, HEIGHT = BAR_Y + 45;
 
   function draw() {  // the heatmap of one layer and head (or their mean), and the query row's bars
     var r = state.result, layer = state.layer, h = state.head, row = state.row;
@@ -189,6 +196,7 @@
     $(".rfp-note").textContent = say("note", {row: row, token: name(r.inputs[row]), next: next});
     var body = $(".rfp-body");
     body.innerHTML = "";
+    unread();  // a new drawing: the last cell read belongs to the old one
     var svg = el("svg", {viewBox: "0 0 " + WIDTH + " " + HEIGHT, role: "img", "class": "rfp-heatmap",
       "aria-label": say(r.causal ? "heatmapOn" : "heatmapOff", {group: group(), layer: layer, head: headName(h)})},
       undefined, true);
@@ -200,12 +208,12 @@
     defs.appendChild(pat); svg.appendChild(defs);
     state.labels = {rows: [], columns: []};
     for (var i = 0; i < T; i++) {
-      state.labels.rows.push(svg.appendChild(el("text", {x: LEFT - 4, y: TOP + C * i + C * 0.68, "text-anchor": "end",
-        "font-size": 10, "font-weight": i === row ? "bold" : "normal"}, label(i), true)));
-      state.labels.columns.push(svg.appendChild(el("text", {x: 0, y: 0, "font-size": 10,
-        transform: "translate(" + (LEFT + C * i + C * 0.65) + "," + (TOP - 4) + ") rotate(-90)"}, label(i), true)));
+      state.labels.rows.push(svg.appendChild(el("text", {x: LEFT - 4, y: TOP + C * i + C * 0.73, "text-anchor": "end",
+        "font-size": FONT, "font-weight": i === row ? "bold" : "normal"}, label(i), true)));
+      state.labels.columns.push(svg.appendChild(el("text", {x: 0, y: 0, "font-size": FONT,
+        transform: "translate(" + (LEFT + C * i + C * 0.73) + "," + (TOP - 4) + ") rotate(-90)"}, label(i), true)));
     }
-    svg.appendChild(el("text", {x: LEFT, y: 10, "font-size": 10}, O.text.keyAxis, true));
+    svg.appendChild(el("text", {x: LEFT, y: FONT, "font-size": FONT}, O.text.keyAxis, true));
     for (var q = 0; q < T; q++) {
       for (var k = 0; k < T; k++) {
         svg.appendChild(el("rect", {x: LEFT + C * k, y: TOP + C * q, width: C, height: C, "class": "rfp-cell",
@@ -231,12 +239,16 @@
         undefined, true));
     }
     ["0", "0.5", "1"].forEach(function (text, n) {
-      svg.appendChild(el("text", {x: LEFT + n * C * T / 2, y: BAR_Y + 20, "font-size": 10,
+      svg.appendChild(el("text", {x: LEFT + n * C * T / 2, y: BAR_Y + 9 + FONT + 1, "font-size": FONT,
         "text-anchor": ["start", "middle", "end"][n]}, text, true));
     });
-    svg.appendChild(el("text", {x: LEFT + C * T / 2, y: BAR_Y + 32, "font-size": 10, "text-anchor": "middle"},
-      O.text.weight, true));
-    state.hover = svg.appendChild(el("rect", {width: C, height: C, "class": "rfp-hover", visibility: "hidden"},
+    svg.appendChild(el("text", {x: LEFT + C * T / 2, y: BAR_Y + 9 + 2 * FONT + 3, "font-size": FONT,
+      "text-anchor": "middle"}, O.text.weight, true));
+    // the cell pointed at: a dark ring in a light halo, seen on the darkest and the lightest cells, light or dark
+    state.hover = svg.appendChild(el("g", {"class": "rfp-hover", visibility: "hidden"}, undefined, true));
+    state.hover.appendChild(el("rect", {x: -1, y: -1, width: C + 2, height: C + 2, "class": "rfp-hover-halo"},
+      undefined, true));
+    state.hover.appendChild(el("rect", {x: 0.5, y: 0.5, width: C - 1, height: C - 1, "class": "rfp-hover-ring"},
       undefined, true));
     body.appendChild(svg);
     drawBars(M, row);
@@ -263,10 +275,10 @@
       svg.appendChild(el("rect", {x: LEFT + C * (13 - row) + 1, y: STRIP_Y + 1, width: C - 2, height: STRIP - 2,
         fill: "none", stroke: "#ff3b30", "stroke-width": 1.5, "pointer-events": "none"}, undefined, true));
     }
-    svg.appendChild(el("text", {x: LEFT - 4, y: STRIP_Y + STRIP / 2 + 4, "text-anchor": "end", "font-size": 10,
+    svg.appendChild(el("text", {x: LEFT - 4, y: STRIP_Y + STRIP / 2 + 4.5, "text-anchor": "end", "font-size": FONT,
       "font-weight": "bold"}, label(row), true));
-    svg.appendChild(el("text", {x: LEFT + C * T / 2, y: STRIP_Y + STRIP + 12, "font-size": 10, "text-anchor": "middle"},
-      say("bars", {row: row}), true));
+    svg.appendChild(el("text", {x: LEFT + C * T / 2, y: STRIP_Y + STRIP + FONT + 2, "font-size": FONT,
+      "text-anchor": "middle"}, say("bars", {row: row}), true));
   }
 
   function drawBars(M, row) {  // the same weights as numbers, in the folded table under the heatmap
@@ -309,10 +321,19 @@
       ktoken: name(state.result.inputs[k]), weight: value});
     readout.classList.remove("rfp-hint");
     var box = state.hover;
-    box.setAttribute("x", LEFT + C * k); box.setAttribute("y", TOP + C * q); box.setAttribute("visibility", "visible");
+    box.setAttribute("transform", "translate(" + (LEFT + C * k) + "," + (TOP + C * q) + ")");
+    box.setAttribute("visibility", "visible");
     state.labels.rows.concat(state.labels.columns).forEach(function (text) { text.classList.remove("rfp-hot"); });
     state.labels.rows[q].classList.add("rfp-hot");
     state.labels.columns[k].classList.add("rfp-hot");
+  }
+  function unread() {  // back to the hint, nothing framed: the pointer left, or the drawing changed
+    readout.textContent = O.text.hint;
+    readout.classList.add("rfp-hint");
+    if (state.hover) { state.hover.setAttribute("visibility", "hidden"); }
+    if (state.labels) {
+      state.labels.rows.concat(state.labels.columns).forEach(function (text) { text.classList.remove("rfp-hot"); });
+    }
   }
   function cellOf(event) {
     var t = event.target;
@@ -322,6 +343,9 @@
     body.addEventListener("pointerover", function (event) {
       var cell = cellOf(event);
       if (cell && state.shown) { read(Number(cell.getAttribute("data-q")), Number(cell.getAttribute("data-k"))); }
+    });
+    body.addEventListener("pointerleave", function (event) {
+      if (event.pointerType === "mouse") { unread(); }  // a tap's reading stays until the next tap
     });
     body.addEventListener("click", function (event) {  // a tap reads the cell too: pointerover came first
       var cell = cellOf(event);
