@@ -5,7 +5,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from book_facts import TOC, REPO_URL
+from book_facts import CONFIG, REPO_URL, TOC
+
+SITE = CONFIG["html"]["baseurl"].rstrip("/") + "/"
 from revformer.landing import PARTS, landing_buttons, landing_map
 
 
@@ -36,10 +38,10 @@ def test_the_map_links_every_part_and_the_buttons_the_three_ways_in():
     for page, ways, prefix in ((en, buttons.en._repr_html_(), ""), (zh, buttons.zh._repr_html_(), "zh_CN/")):
         cards = re.findall(r'<a class="rfl-card" href="([^"]+)">', page)
         assert [c.rsplit("/", 1)[1] for c in cards] == [f"{first}.html" for _, _, first, _ in PARTS]
-        assert all(c.startswith(f"https://revformer.github.io/revformer-book/{prefix}book/") for c in cards)
+        assert all(c.startswith(f"{SITE}{prefix}book/") for c in cards)
         links = re.findall(r'<a class="rfl-button[^"]*" href="([^"]+)">', ways)
-        assert links[:2] == [f"https://revformer.github.io/revformer-book/{prefix}book/01_task.html",
-                             f"https://revformer.github.io/revformer-book/{prefix}book/playground.html"]
+        assert links[:2] == [f"{SITE}{prefix}book/01_task.html",
+                             f"{SITE}{prefix}book/playground.html"]
         repo = REPO_URL.removeprefix("https://github.com/")
         assert links[2] == f"https://colab.research.google.com/github/{repo}/blob/main/{prefix}book/01_task.ipynb"
         assert page.count('<svg class="rfl-pic"') == 6 and page.count('role="img" aria-label="') == 6

@@ -8,7 +8,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from book_facts import (EDITIONS, FIGURE_CHAPTERS, HTML, REPO_URL, chapter_files, chapter_number, page,
+from book_facts import (CONFIG, EDITIONS, FIGURE_CHAPTERS, HTML, REPO_URL, chapter_files, chapter_number, page,
                         toc_files)
 
 pytestmark = pytest.mark.book
@@ -347,7 +347,7 @@ def test_every_page_names_itself_for_shared_links_and_has_an_icon(edition):
     page description, no preview image)."""
     from PIL import Image
 
-    site = "https://revformer.github.io/revformer-book/" + ("" if edition == "en" else f"{edition}/")
+    site = CONFIG["html"]["baseurl"].rstrip("/") + "/" + ("" if edition == "en" else f"{edition}/")
     root = HTML if edition == "en" else HTML / edition
     descriptions = {}
     for name in toc_files():
