@@ -164,6 +164,16 @@ class Both:
         return repr(self.shown)
 
 
+def in_languages(make, language: str | None = None):
+    """``make(language)`` for one language; for ``None`` every language as one ``Both`` (the kernel's shown).
+
+    The one check of a displayable's ``language`` argument (the playground, the landing page's buttons and map).
+    """
+    if language not in (None, *LANGUAGES):
+        raise ValueError(f"language must be one of {', '.join(LANGUAGES)} (or None for both), got {language!r}")
+    return make(language) if language else Both(make("en"), make("zh_CN"))
+
+
 class Bilingual:
     """A displayable whose Markdown comes in either language: a subclass defines ``markdown(language)``.
 

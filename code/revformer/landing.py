@@ -14,7 +14,8 @@ import html
 import math
 from dataclasses import dataclass
 
-SITE_URL = "https://revformer.github.io/revformer-book/"
+from .web import SITE_URL
+
 REPO_URL = "https://github.com/revformer/revformer-book"
 COLAB_URL = "https://colab.research.google.com/github/"
 
@@ -79,28 +80,18 @@ def _arcs() -> str:
     return "".join(out)
 
 
-def _polyline(points, bounds, color=ACCENT, width=1.6, x0=12, x1=W - 8, y0=10, y1=H - 14) -> str:
-    """``points`` (step, loss) on a log scale; ``bounds`` the (steps, log-losses) extremes shared by a picture."""
-    (xlo, xhi), (lo, hi) = bounds
-    span_x, span_y = (xhi - xlo) or 1, (hi - lo) or 1
-    coords = " ".join(f"{x0 + (x - xlo) / span_x * (x1 - x0):.1f},"
-                      f"{y0 + (hi - math.log10(y)) / span_y * (y1 - y0):.1f}" for x, y in points)
-    return f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="{width}"/>'
-
-
-def _bounds(curves):
-    xs = [x for points in curves for x, _ in points]
-    ys = [math.log10(y) for points in curves for _, y in points]
-    return (min(xs), max(xs)), (min(ys), max(ys))
-
-
 def _axes() -> str:
     return (f'<path d="M12 8 V{H - 12} H{W - 6}" fill="none" stroke="{MUTED}" stroke-width="0.8"/>')
 
 
 def _loss(history) -> str:
-    points = [(step, val) for step, _, val in history if val > 0]
-    return _axes() + _polyline(points, _bounds([points]))
+    """The validation loss over the steps, on a log scale, inside the axes."""
+    points = [(step, math.log10(val)) for step, _, val in history if val > 0]
+    (first, last), (low, high) = [(min(v), max(v)) for v in zip(*points)]
+    x0, x1, y0, y1 = 12, W - 8, 10, H - 14
+    coords = " ".join(f"{x0 + (x - first) / ((last - first) or 1) * (x1 - x0):.1f},"
+                      f"{y0 + (high - y) / ((high - low) or 1) * (y1 - y0):.1f}" for x, y in points)
+    return _axes() + f'<polyline points="{coords}" fill="none" stroke="{ACCENT}" stroke-width="1.6"/>'
 
 
 def _cells(matrix, rows, cols, left, top, size) -> list[str]:
@@ -133,9 +124,10 @@ def _masked(weights) -> str:
 def _heads(weights) -> str:
     """The eight heads of test sample 0 as tiles, 2 layers x 4 heads, each as bright as its weight on the
     reversal keys (rows 7-12): which heads do the reading."""
-    layers, heads = weights.shape[:2]
-    share = [[sum(float(weights[l, h, q, 13 - q]) for q in range(7, 13)) / 6 for h in range(heads)]
-             for l in range(layers)]
+    from .analysis import reversal_weight
+
+    share = reversal_weight(weights)  # [L,H]
+    layers, heads = share.shape
     size = min((H - 8) / layers, (W - 24) / heads)
     left = (W - heads * size) / 2
     gaps = "".join(  # the page's own colour between the tiles
@@ -147,8 +139,10 @@ def _heads(weights) -> str:
 
 def _heat(weights) -> str:
     """Rows 7-13 (the answer's queries) against keys 0-7 (the prompt), layer 0's head that reverses best."""
+    from .analysis import ANSWER_QUERIES, reversal_key
+
     best = max(range(weights.shape[1]),
-               key=lambda h: sum(int(weights[0, h, q].argmax()) == 13 - q for q in range(7, 13)))
+               key=lambda h: sum(int(weights[0, h, q].argmax()) == reversal_key(q) for q in ANSWER_QUERIES))
     rows, cols = range(7, 14), range(0, 8)
     size = min((H - 8) / len(rows), (W - 40) / len(cols))
     return "".join(_cells(weights[0, best], rows, cols, (W - size * len(cols)) / 2, 4, size))
@@ -210,26 +204,21 @@ class LandingButtons:
 
 def landing_map(experiment, language: str | None = None):
     """The map of the parts, a picture each, drawn from ``experiment`` (a loaded ``Experiment``)."""
-    from .i18n import LANGUAGES, Both
+    from .i18n import in_languages
 
-    if language not in (None, *LANGUAGES):
-        raise ValueError(f"language must be one of {', '.join(LANGUAGES)} (or None for both), got {language!r}")
     if "four_heads" not in experiment.runs:
         raise ValueError(f"the landing map draws four_heads; loaded: {', '.join(sorted(experiment.runs)) or 'none'}")
     weights = experiment.attention()  # [L,H,T,T]: four_heads on test sample 0
     pictures = (_arcs(), _masked(weights), _loss(experiment.run("four_heads").history), _heat(weights), _checks(),
                 _heads(weights))
-    return LandingMap(pictures, language) if language else Both(LandingMap(pictures, "en"),
-                                                               LandingMap(pictures, "zh_CN"))
+    return in_languages(lambda lang: LandingMap(pictures, lang), language)
 
 
 def landing_buttons(language: str | None = None):
     """The three ways in, for the top of the landing page: chapter 1, the playground, chapter 1 in Colab."""
-    from .i18n import LANGUAGES, Both
+    from .i18n import in_languages
 
-    if language not in (None, *LANGUAGES):
-        raise ValueError(f"language must be one of {', '.join(LANGUAGES)} (or None for both), got {language!r}")
-    return LandingButtons(language) if language else Both(LandingButtons("en"), LandingButtons("zh_CN"))
+    return in_languages(LandingButtons, language)
 
 
 _STYLE = """<style>

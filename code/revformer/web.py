@@ -339,11 +339,8 @@ def playground(digits="314205", groups=("four_heads", "one_head", "no_mask"), co
     if title is not None and not isinstance(title, str):
         raise ValueError(f"title must be an English string (its translation comes from the catalogue) or None, "
                          f"got {title!r}")
-    from .i18n import LANGUAGES, Both, tr
-
-    if language not in (None, *LANGUAGES):
-        raise ValueError(f"language must be one of {', '.join(LANGUAGES)} (or None for both), got {language!r}")
     from .explorer import _palette
+    from .i18n import in_languages, tr
 
     def made(lang):
         return Playground({
@@ -353,7 +350,7 @@ def playground(digits="314205", groups=("four_heads", "one_head", "no_mask"), co
             "palette": _palette("cividis"), "language": lang, "text": text(lang),
         })
 
-    return made(language) if language else Both(made("en"), made("zh_CN"))
+    return in_languages(made, language)
 
 
 def landing_playground(digits="314205", script_base: str = WEB_URL, language: str | None = None):

@@ -323,7 +323,7 @@
     var box = state.hover;
     box.setAttribute("transform", "translate(" + (LEFT + C * k) + "," + (TOP + C * q) + ")");
     box.setAttribute("visibility", "visible");
-    state.labels.rows.concat(state.labels.columns).forEach(function (text) { text.classList.remove("rfp-hot"); });
+    cool();
     state.labels.rows[q].classList.add("rfp-hot");
     state.labels.columns[k].classList.add("rfp-hot");
   }
@@ -331,9 +331,10 @@
     readout.textContent = O.text.hint;
     readout.classList.add("rfp-hint");
     if (state.hover) { state.hover.setAttribute("visibility", "hidden"); }
-    if (state.labels) {
-      state.labels.rows.concat(state.labels.columns).forEach(function (text) { text.classList.remove("rfp-hot"); });
-    }
+    if (state.labels) { cool(); }
+  }
+  function cool() {  // no row or column label marked as read
+    state.labels.rows.concat(state.labels.columns).forEach(function (text) { text.classList.remove("rfp-hot"); });
   }
   function cellOf(event) {
     var t = event.target;
