@@ -192,3 +192,31 @@ def test_a_chinese_report_line_folds_after_a_phrase_not_inside_a_word():
     assert lines[0].endswith("负无穷，") and lines[1].startswith(" " * INDENT + "再做")
     unbroken = "因" * 60  # no punctuation at all: it still folds, between characters
     assert [width_of(line) for line in fold(unbroken, width=76).split("\n")] == [76, 8 + 44]
+
+
+def test_a_variant_says_the_none_case_in_the_languages_own_words():
+    """The Chinese review: "共有 0 道相同的题目" where a Chinese writer says "没有相同的题目". The catalogue's
+    variant (msgctxt "when: shared=0") is taken when the field holds that value, the template otherwise."""
+    template = "`{a}` and `{b}` share {shared} questions."
+    none = i18n.tr(template, "zh_CN", a="train", b="val", shared=0)
+    some = i18n.tr(template, "zh_CN", a="train", b="val", shared=3)
+    assert "没有" in none and "0" not in none, none
+    assert "3" in some and "没有" not in some, some
+    assert i18n.tr(template, "en", a="train", b="val", shared=0) == "`train` and `val` share 0 questions."
+    # a share of 100% is the value 1; the most specific variant wins
+    lens = ("In this build the read-out after block 0 gets {lens:.2%} of the answer digits right, "
+            "the embeddings alone {embeddings:.1%}.")
+    assert "全部" in i18n.tr(lens, "zh_CN", lens=1.0, embeddings=0.1)
+    assert "99.00%" in i18n.tr(lens, "zh_CN", lens=0.99, embeddings=0.1)
+    pairs = next(t for t in i18n._variants("zh_CN") if t.startswith("In this build, of the 6 pairs"))
+    fields = dict(weight=6, write=6, dla=6, spread=1.0, ratio=2.0)
+    assert "都把 6 对全部排对" in i18n.tr(pairs, "zh_CN", **fields)
+    assert "4 对" in i18n.tr(pairs, "zh_CN", **dict(fields, weight=4))
+
+
+def test_a_variants_condition_is_checked():
+    assert i18n.conditions("when: shared=0, total=6") == {"shared": "0", "total": "6"}
+    for bad in ("shared=0", "when: shared", "when: =0", "when: a b=1"):
+        with pytest.raises(ValueError):
+            i18n.conditions(bad)
+    assert i18n._holds(0.0, "0") and i18n._holds(1, "1") and not i18n._holds(True, "1") and i18n._holds(True, "True")

@@ -124,6 +124,12 @@ def test_no_figure_is_a_white_slab_in_dark_mode(browser, site, edition):
             if frame[len(frame) // 2] > 90:
                 slabs.append(f"{name}: {src} has a light background in dark mode "
                              f"(median {frame[len(frame) // 2]} of 255 around its edge)")
+            # inside, no colour map white at zero (RdBu, Reds) filling the figure: figures 4.1, 4.2, 18.1 and
+            # 18.3 were mostly white in dark mode (the second look review)
+            counts = shot.histogram()  # 256 bins of grey levels
+            light = sum(counts[216:]) / sum(counts)
+            if light > 0.3:
+                slabs.append(f"{name}: {src} is {light:.0%} near-white inside in dark mode")
     context.close()
     assert seen > 20, f"only {seen} figures found"
     assert not slabs, "\n".join(slabs[:15])
@@ -272,3 +278,26 @@ def test_the_landing_page_shows_the_way_in_and_the_parts(browser, site, edition)
         for card in seen["cards"]:
             assert tab.request.get(card["href"]).ok, f"{where}: {card['href']}"
         context.close()
+
+
+@pytest.mark.book
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_graded_chapters_show_their_key_picture_in_the_first_screens(browser, site, edition):
+    """The look review: chapter 4's first figure was 4,369 px down, chapter 10's 2,886 and chapter 18's answer
+    (its figure 18.1) 6,339. At 1440 px the first figure or explorer of each starts within 2,100 px (two and a
+    bit screens): chapter 4 opens on an explorer of the head it computes, chapter 10 on the whole grid, chapter
+    18 on what taking a head out costs."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    tab = context.new_page()
+    found = {}
+    for name in ("book/04_one_head", "book/10_heatmaps", "book/18_which_heads"):
+        tab.goto(f"{site}/{address(name, edition)}.html", wait_until="load")
+        found[name] = tab.evaluate("""() => {
+          const shown = [...document.querySelectorAll('article .cell_output img, article .rf-playground')]
+            .filter(e => e.getBoundingClientRect().height > 150);
+          return shown.length ? Math.round(shown[0].getBoundingClientRect().top + window.scrollY) : -1;
+        }""")
+    context.close()
+    late = {name: top for name, top in found.items() if not 0 <= top <= 2100}
+    assert not late, f"{edition}: first figure or explorer at {late} px"

@@ -115,3 +115,34 @@ def test_the_seed_chapters_compare_groups_by_pairs_and_run_their_controls(name):
     assert "order_and_draw(exp.config)" in text
     if name.endswith("17_learning_curves"):
         assert "scaled_scores(exp.config, 2.0, steps=100)" in text and "scaled_scores(exp.config, 0.5, steps=100)" in text
+
+
+def _shown_say_lines(nb) -> tuple[int, int]:
+    """(lines inside say(...) calls, non-blank lines) of the code a page shows (no hide/remove tag)."""
+    said = shown = 0
+    for cell in nb["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell["cell_type"] != "code" or any(t in tags for t in ("hide-input", "remove-input", "remove-cell")):
+            continue
+        text = source(cell)
+        shown += sum(1 for line in text.splitlines() if line.strip())
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        said += sum(n.end_lineno - n.lineno + 1 for n in ast.walk(tree)
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "say")
+    return said, shown
+
+
+def test_the_code_a_page_shows_computes_more_than_it_reports():
+    """The look review: a fifth to a third of the shown code wrote the sentences printed below it (say(...)).
+    A report sits in its own collapsed cell under the computation it reports: at most a quarter of a chapter's
+    shown code lines, and a sixth of the book's, are inside say(...)."""
+    totals = [0, 0]
+    for name in CHAPTERS:
+        said, shown = _shown_say_lines(load_notebook(name))
+        assert said <= 0.25 * shown, f"{name}: {said} of {shown} shown code lines are inside say(...)"
+        totals[0] += said
+        totals[1] += shown
+    assert totals[0] <= totals[1] / 6, totals

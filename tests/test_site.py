@@ -71,6 +71,23 @@ def test_launch_links(name, edition):
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_a_chapter_shows_its_run_buttons_under_its_title(name, edition):
+    """The look review: the way to run a chapter was the header's rocket icon only. Under the title, the same
+    Colab and Binder links the header has, in the page's language."""
+    text = page(name, edition).read_text(encoding="utf-8")
+    article = re.split(r'title="[^"]*">#</a></h1>', text, maxsplit=1)  # the article's title (the print copy has no link)
+    assert len(article) == 2, f"{name}: no title"
+    badge = re.match(r'\s*<p class="rf-run">(.*?)</p>', article[1], re.S)
+    assert badge, f"{name}: no run buttons right under the title"
+    links = dict(re.findall(r'<a class="rf-run-(\w+)" href="([^"]+)"', badge.group(1)))
+    header = {a.get("href", "") for t, a in tags(page(name, edition)) if t == "a"}
+    assert set(links) == {"colab", "binder"} and all(html_module.unescape(u) in header for u in links.values()), links
+    words = re.sub(r"<[^>]+>", "", badge.group(1))
+    assert bool(re.search(r"[\u4e00-\u9fff]", words)) == (edition != "en"), words
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
 def test_a_markdown_page_offers_no_launch_that_cannot_run(edition):
     """The playground is a Markdown page: Colab and Binder cannot open its source, so it has no launch buttons
     (the look review: its Colab and Binder buttons opened playground.md); chapters keep theirs."""
@@ -365,5 +382,10 @@ def test_every_page_names_itself_for_shared_links_and_has_an_icon(edition):
         assert bool(cjk) == (edition != "en"), f"{name}: description in the other language: {meta['description']}"
         descriptions[name] = meta["description"]
     assert len(set(descriptions.values())) > len(descriptions) - 3, "pages share one description"
+    for name in toc_files():  # the tab says the book's title once (the landing page said "T — T")
+        title = html_module.unescape(re.search(r"<title>(.*?)</title>", page(name, edition).read_text(
+            encoding="utf-8"), re.S).group(1))
+        parts = [part.strip() for part in title.split("\u2014")]
+        assert len(parts) == len(set(parts)), f"{name}: the tab's title repeats itself: {title}"
     with Image.open(root / "_static" / "revformer-card.png") as card:
         assert card.size == (1200, 630)

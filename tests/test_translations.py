@@ -195,3 +195,25 @@ def test_links_point_at_the_chinese_twins():
         f"[ch 2]({site}zh_CN/book/02_shifted_labels.html#x) [file]({site}zh_CN/downloads/seeds.csv) "
         f"[colab](https://colab.research.google.com/github/o/r/blob/main/zh_CN/book/02_shifted_labels.ipynb)")
     assert translations.zh_links(translations.zh_links(text)) == translations.zh_links(text)
+
+
+def test_a_variant_is_checked_against_the_template_it_varies():
+    """A variant ("when: shared=0") names a field its template has, uses no field the template lacks, and
+    belongs to a template the code still uses; update() keeps it while the template is used."""
+    import polib
+
+    template = "`{a}` and `{b}` share {shared} questions."
+    used = {template: ["cell-024"]}
+
+    def entry(context, text, msgid=template):
+        return polib.POEntry(msgctxt=context, msgid=msgid, msgstr=text, flags=["no-python-brace-format"])
+
+    assert translations.variant_problems(entry("when: shared=0", "{a}和{b}没有相同的题目。"), used) == []
+    assert "lacks" in translations.variant_problems(entry("when: total=0", "{a}和{b}没有相同的题目。"), used)[0]
+    assert "lacks" in translations.variant_problems(entry("when: shared=0", "{a}和{c}没有。"), used)[0]
+    assert "no code uses" in translations.variant_problems(entry("when: shared=0", "没有。", "gone {shared}"), used)[0]
+    assert translations.variant_problems(entry("when: shared", "没有。"), used)  # not field=value
+    assert translations.variant_problems(entry("when: shared=0", ""), used) == ["not translated or fuzzy"]
+    # the book's variants are all current, and compiled with their context
+    compiled = translations.compiled_messages()
+    assert any(key.startswith("when: shared=0\x04") for key in compiled)

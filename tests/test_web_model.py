@@ -421,8 +421,8 @@ def test_the_playground_draws_the_models_answer_and_attention(playground, experi
     hatched = [i for i, (_, fill) in enumerate(cells) if fill.startswith("url(")]
     assert hatched == [q * 14 + k for q in range(14) for k in range(14) if k > q]  # the masked future
     assert root.locator("rect.rfp-expected").count() == 6  # the reversal cells, q 7..12 -> key 13-q
-    root.locator("select.rfp-layer").select_option("1")
-    root.locator("select.rfp-head").select_option("2")
+    root.locator('button.rfp-thumb[data-layer="1"][data-head="2"]').click()  # layer and head: a thumbnail
+    assert root.locator("select.rfp-layer").input_value() == "1" and root.locator("select.rfp-head").input_value() == "2"
     root.locator("select.rfp-row").select_option("12")
     drawn = np.array([float(v) for v, _ in _cells(root)]).reshape(14, 14)
     assert np.abs(drawn - weights[1, 2]).max() <= 1e-4
@@ -434,10 +434,17 @@ def test_the_playground_draws_the_models_answer_and_attention(playground, experi
 
 def test_every_control_changes_the_drawing(playground):
     tab, root = playground
-    for name, value in (("layer", "1"), ("head", "0"), ("row", "3"), ("group", "one_head")):
+    thumb = 'button.rfp-thumb[data-layer="1"][data-head="{}"]'
+    for name, choose in (("layer", lambda: root.locator(thumb.format("mean")).click()),
+                         ("head", lambda: root.locator(thumb.format("0")).click()),
+                         ("row", lambda: root.locator("select.rfp-row").select_option("3")),
+                         ("group", lambda: root.locator("select.rfp-group").select_option("one_head"))):
         before = _drawing(root)
-        root.locator(f"select.rfp-{name}").select_option(value)
-        assert _drawing(root) != before, f"choosing {name} {value} changed nothing"
+        choose()
+        assert _drawing(root) != before, f"choosing another {name} changed nothing"
+    # the layer and head selects are hidden where the thumbnails pick them: one control for one choice
+    assert not root.locator("select.rfp-layer").is_visible() and not root.locator("select.rfp-head").is_visible()
+    assert root.locator("select.rfp-row").is_visible()
     # one_head has one head: its knockout boxes for heads 1-3 are gone, and head 0 is offered
     assert root.locator("select.rfp-head option").all_text_contents() == ["head 0", "mean of heads"]
     assert root.locator("input.rfp-ko:not([disabled])").count() == 2
@@ -662,7 +669,7 @@ def test_playground_html_loads_the_scripts_from_the_site():
     assert f'<script src="{web.WEB_URL}revformer-model.js" onerror=' in page
     assert '"digits":"900001"' in page and "</script>" in page
     assert web.playground().html != web.playground().html  # every display gets its own id
-    with pytest.raises(ValueError, match="chapter must be 10, 11 or 12"):
+    with pytest.raises(ValueError, match="chapter must be 4, 10, 11 or 12"):
         web.chapter_explorer(9)
 
 

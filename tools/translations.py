@@ -87,9 +87,37 @@ def write_po(path: Path, po) -> None:
     _write_text(path, po.__unicode__() + "\n" if not po.__unicode__().endswith("\n") else po.__unicode__())
 
 
+WHEN = "when: "  # the msgctxt of a template's variant for some values of its fields (revformer.i18n.variant)
+
+
 def markdown_entries(po) -> dict:
     """A page catalogue's entries of markdown cells and blocks, by key (their ``msgctxt``)."""
-    return {e.msgctxt: e for e in po if e.msgctxt and not e.obsolete}
+    return {e.msgctxt: e for e in po if e.msgctxt and not e.obsolete and not e.msgctxt.startswith(WHEN)}
+
+
+def variant_entries(po) -> list:
+    """A catalogue's variants of templates: the translation for some values of the fields ("when: shared=0")."""
+    return [e for e in po if e.msgctxt and e.msgctxt.startswith(WHEN) and not e.obsolete]
+
+
+def variant_problems(entry, templates_in_use) -> list[str]:
+    """What is wrong with a variant: a template no code uses, a condition on a field it lacks, fields it adds."""
+    import string
+
+    from revformer.i18n import conditions
+
+    if entry.msgid not in templates_in_use:
+        return ["a variant of a template no code uses (remove it, or update its msgid)"]
+    if "fuzzy" in entry.flags or not entry.msgstr.strip():
+        return ["not translated or fuzzy"]
+    try:
+        wanted = conditions(entry.msgctxt)
+        fields = {name for _, name, _, _ in string.Formatter().parse(entry.msgid) if name}
+        used = {name for _, name, _, _ in string.Formatter().parse(entry.msgstr) if name}
+    except ValueError as error:
+        return [str(error)]
+    found = [f"the condition names {name!r}, which the template lacks" for name in wanted if name not in fields]
+    return found + [f"the variant uses {name!r}, which the template lacks" for name in sorted(used - fields)]
 
 
 def code_entries(po) -> dict:
@@ -282,8 +310,10 @@ def update(only=None) -> int:
         for text, cells in used.items():
             added += _merge(po, None, text, f"{CODE}: say() in cell {', '.join(dict.fromkeys(cells))}")
         for entry in po:
-            gone = (entry.msgctxt and entry.msgctxt not in keys) or (
-                not entry.msgctxt and entry.comment.startswith(CODE) and entry.msgid not in used)
+            variant = bool(entry.msgctxt) and entry.msgctxt.startswith(WHEN)
+            gone = (entry.msgctxt and not variant and entry.msgctxt not in keys) or (
+                not entry.msgctxt and entry.comment.startswith(CODE) and entry.msgid not in used) or (
+                variant and entry.msgid not in used)
             if gone:
                 entry.obsolete = True
         active = {(e.msgctxt, e.msgid) for e in po if not e.obsolete}
@@ -440,13 +470,20 @@ def problems(paths=None) -> list[str]:
                 found.append(f"{label}: not translated")
             else:
                 found += [f"{label}: {p}" for p in template_problems(text, entry.msgstr)]
+        in_use = templates(source)
+        for entry in variant_entries(po):
+            found += [f"{name} {entry.msgctxt} {entry.msgid[:50]!r}: {p}" for p in variant_problems(entry, in_use)]
         for entry in code.values():
             if entry.comment.startswith(FIGURE) and (not entry.msgstr.strip() or "fuzzy" in entry.flags):
                 found.append(f"{name} figure text {entry.msgid[:50]!r}: not translated")
     if PACKAGE_CATALOGUE.exists() and not chosen:
         entries = {}
+        in_package = package_templates()
         for path in sorted(PACKAGE_CATALOGUE.parent.glob("*.po")):
             for entry in read_po(path):
+                if entry.msgctxt and entry.msgctxt.startswith(WHEN) and not entry.obsolete:
+                    found += [f"{path.relative_to(ROOT)} {entry.msgctxt} {entry.msgid[:50]!r}: {p}"
+                              for p in variant_problems(entry, in_package)]
                 if entry.obsolete or entry.msgctxt:
                     continue
                 entries[entry.msgid] = entry
@@ -647,6 +684,7 @@ def compiled_messages() -> dict[str, str]:
             continue
         po = read_po(path)
         keyed = dict(code_entries(po))
+        keyed.update({f"{e.msgctxt}\x04{e.msgid}": e for e in variant_entries(po)})  # the variants of templates
         if path.parent == PACKAGE_CATALOGUE.parent:  # the package's entries with a context (the questions)
             keyed.update({f"{e.msgctxt}\x04{e.msgid}": e for e in po if e.msgctxt and not e.obsolete})
         for text, entry in keyed.items():

@@ -290,6 +290,9 @@ def term_index_entries(app, doctree):
             extra = [(kind, part, target, main, None) for kind, _, target, main, _ in index["entries"]
                      for part in match.groups()]
             index["entries"].extend(extra)
+            # every entry to the term's own anchor (the English one), not the inner span of the Chinese id,
+            # where the search found no title and no text to quote
+            index["entries"] = [(kind, text, term["ids"][0], main, key) for kind, text, _, main, key in index["entries"]]
 
 
 def term_homes(doctree, docname: str) -> dict[str, str]:
@@ -350,6 +353,33 @@ def search_scorer(app, config):
     """The book's search scorer (_search/scorer.js): home chapters first, snippets from prose."""
     if not config.html_search_scorer:
         config.html_search_scorer = str(Path(__file__).parent / "_search" / "scorer.js")
+
+
+def chinese_search_keeps_characters(app, config):
+    """Chinese build: the search index holds the compounds jieba splits (训练集, 学习率, 输出层) and keeps single
+    characters, which Sphinx's Chinese splitter drops; the scorer looks a word the index still lacks up as its
+    pieces."""
+    from sphinx.search import languages
+    from sphinx.search.zh import SearchChinese
+
+    han = re.compile(r"[\u3400-\u9fff]+")
+
+    class BookChinese(SearchChinese):
+        def split(self, input: str) -> list[str]:
+            """jieba's words; each two- or three-character word with the first character of the next (训练 +
+            集上 gives 训练集, in 在训练集上, which jieba never yields as one word); and the beginnings of a long
+            word (反转对齐权重 holds 反转对齐, 紧邻未来答案权重 holds 紧邻未来答案), which a search asks for alone."""
+            words = super().split(input)
+            joined = [a + b[0] for a, b in zip(words, words[1:])
+                      if 2 <= len(a) <= 3 and han.fullmatch(a) and han.match(b)]
+            starts = [w[:n] for w in words if len(w) >= 5 and han.fullmatch(w) for n in range(4, len(w))]
+            return words + joined + starts
+
+        def word_filter(self, stemmed_word: str) -> bool:
+            return len(stemmed_word) > 1 or bool(han.fullmatch(stemmed_word))
+
+    if config.revformer_language == "zh_CN":
+        languages["zh"] = BookChinese
 
 
 STATIC = Path(__file__).parent / "_static"
@@ -450,6 +480,30 @@ def no_launch_for_pages(app, pagename, templatename, context, doctree):
     its ``.md`` source, which they cannot run (the look review). Its model runs in the page itself."""
     if context.get("sourcename", "").endswith((".md", ".md.txt")) and "header_buttons" in context:
         context["header_buttons"] = [b for b in context["header_buttons"] if b.get("label") != "launch-buttons"]
+
+
+RUN_BADGE = {"en": ("Run this chapter in {name}", "or in {name}"), "zh_CN": ("在 {name} 中运行本章", "或在 {name} 中运行")}
+
+
+def run_badges(app, pagename, templatename, context, doctree):
+    """Under a chapter's title, the header's launch links as buttons a reader sees (the look review: the way
+    to run a chapter was a rocket icon in the header only): Colab first, then Binder."""
+    body = context.get("body")
+    if not body or not context.get("sourcename", "").endswith((".ipynb", ".ipynb.txt")) or "</h1>" not in body:
+        return
+    links = {b.get("text"): b for group in context.get("header_buttons", []) if group.get("label") == "launch-buttons"
+             for b in group.get("buttons", [])}
+    first, then = RUN_BADGE["zh_CN" if app.config.revformer_language == "zh_CN" else "en"]
+    badges = []
+    for name, wording in (("Colab", first), ("Binder", then)):
+        link = links.get(name)
+        if link:
+            icon = context["pathto"](link["icon"], 1)
+            badges.append(f'<a class="rf-run-{name.lower()}" href="{html.escape(link["url"], quote=True)}">'
+                          f'<img src="{html.escape(icon, quote=True)}" alt="" width="18" height="18" />'
+                          f'{html.escape(wording.format(name=name))}</a>')
+    if badges:
+        context["body"] = body.replace("</h1>", "</h1>\n<p class=\"rf-run\">" + "".join(badges) + "</p>", 1)
 
 
 DESCRIPTION = {"en": "A two-layer Transformer written by hand in PyTorch learns to reverse six digits: every "
@@ -565,6 +619,7 @@ def setup(app):
     app.connect("build-finished", write_homes)
     app.connect("doctree-resolved", home_index_entries)
     app.connect("config-inited", search_scorer)
+    app.connect("config-inited", chinese_search_keeps_characters)
     app.add_js_file("revformer-homes.js")
     app.connect("build-finished", record_section_ids)
     app.connect("config-inited", default_light_mode)
@@ -576,6 +631,7 @@ def setup(app):
     app.connect("config-inited", own_figure_numbers, priority=900)
     app.connect("html-page-context", dark_figures)
     app.connect("html-page-context", no_launch_for_pages, priority=600)  # after the theme's (501)
+    app.connect("html-page-context", run_badges, priority=610)
     app.connect("html-page-context", dedupe_scripts, priority=900)
     app.connect("html-page-context", relative_site_links, priority=950)
     app.connect("build-finished", check_site_links)

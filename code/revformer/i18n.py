@@ -73,7 +73,9 @@ def tr(template: str, lang: str | None = None, /, **fields) -> str:
     if not isinstance(template, str):
         raise ValueError(f"a template must be a str, got {type(template).__name__}")
     lang = lang or language()
-    translated = catalogue(lang).gettext(template)
+    translated = variant(template, lang, fields)
+    if translated is None:
+        translated = catalogue(lang).gettext(template)
     # a phrase (Message) or a displayable with Markdown in every language (Bilingual): in this language;
     # so is a field that is English text the catalogue knows (the package's budget line, say)
     # a list of Messages is one line each (the rows of a table)
@@ -85,6 +87,58 @@ def tr(template: str, lang: str | None = None, /, **fields) -> str:
     except (KeyError, IndexError) as error:
         raise ValueError(f"the template {template!r} names the field {error}, which was not given "
                          f"(given: {', '.join(sorted(fields)) or 'none'})") from None
+
+
+WHEN = "when: "
+
+
+def conditions(context: str) -> dict[str, str]:
+    """The field values a variant's ``msgctxt`` names: ``when: shared=0, total=6`` -> {shared: 0, total: 6}."""
+    if not context.startswith(WHEN):
+        raise ValueError(f"a variant's context starts with {WHEN!r}, got {context!r}")
+    found = {}
+    for part in context[len(WHEN):].split(","):
+        name, equals, value = part.strip().partition("=")
+        if not equals or not name.strip().isidentifier() or not value.strip():
+            raise ValueError(f"a variant's condition is field=value, got {part.strip()!r} in {context!r}")
+        found[name.strip()] = value.strip()
+    return found
+
+
+def _holds(value, wanted: str) -> bool:
+    if str(value) == wanted:
+        return True
+    try:
+        return type(value).__name__ not in ("bool", "bool_") and float(value) == float(wanted)
+    except (TypeError, ValueError):
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def _variants(lang: str) -> dict[str, list[tuple[dict, str]]]:
+    """The catalogue's variants by template, the most specific (most conditions) first."""
+    found: dict[str, list[tuple[dict, str]]] = {}
+    for key, text in getattr(catalogue(lang), "_catalog", {}).items():
+        if isinstance(key, str) and key.startswith(WHEN) and "\x04" in key and text:
+            context, _, template = key.partition("\x04")
+            found.setdefault(template, []).append((conditions(context), text))
+    for choices in found.values():
+        choices.sort(key=lambda choice: -len(choice[0]))
+    return found
+
+
+def variant(template: str, lang: str, fields: dict) -> str | None:
+    """The translation of ``template`` for these field values, where the catalogue has one.
+
+    A language says some cases its own way: "训练集和验证集没有相同的题目" where the English template's
+    ``{shared}`` is 0, not "共有 0 道". The translator writes such a case as an entry of the template with
+    the context ``when: shared=0`` (several conditions: ``when: weight=6, write=6``); a condition holds
+    when the field's value is that number (0, 1 for a share of 100%) or that text.
+    """
+    for wanted, text in _variants(lang).get(template, ()):
+        if all(name in fields and _holds(fields[name], value) for name, value in wanted.items()):
+            return text
+    return None
 
 
 def unfilled(template: str, lang: str | None = None, /) -> str:
@@ -314,7 +368,7 @@ def _templates(lang: str) -> list[tuple[re.Pattern, str]]:
     """The catalogue's templates with fields, as patterns that match a rendered text."""
     found = []
     for msgid, msgstr in getattr(catalogue(lang), "_catalog", {}).items():
-        if not isinstance(msgid, str) or "{" not in msgid or not msgstr:
+        if not isinstance(msgid, str) or "{" not in msgid or "\x04" in msgid or not msgstr:
             continue
         pattern, names = "", []
         for literal, name, _, _ in string.Formatter().parse(msgid):

@@ -56,27 +56,29 @@ def _dividers(ax, color="white"):
 
 
 def plot_attention_grid(weights, tokens, title=None, dividers=True):
-    """All layers (columns) and heads (rows) of ``[L,H,T,T]`` on one 0-1 scale.
+    """All layers (rows) and heads (columns) of ``[L,H,T,T]`` on one 0-1 scale.
 
-    Layers side by side keep the figure narrow enough for the page's column
-    at a readable size; the axes are labelled once, on the outer panels.
+    Two rows of four fit the page's column at 1440 px and a 900 px screen, with
+    8-point labels (the look review: four rows of two ran taller than the screen);
+    the axes are labelled once, on the outer panels, and the colour bar lies below.
     """
     w = _weights(weights)
     layers, heads = w.shape[:2]
     labels = position_labels(tokens)
-    fig, axes = plt.subplots(heads, layers, figsize=(2.15 * layers + 1.6, 2.3 * heads + 1.2),
+    fig, axes = plt.subplots(layers, heads, figsize=(1.9 * heads, 2.25 * layers + 0.8),
                              squeeze=False, constrained_layout=True)
     for layer in range(layers):
         for head in range(heads):
-            ax = axes[head, layer]
+            ax = axes[layer, head]
             image = heatmap(ax, w[layer, head], labels, labels)
             if dividers:
                 _dividers(ax)
-            ax.set_title(f"layer {layer}, head {head}", fontsize=10)
-            _inner_labels_off(ax, left=layer > 0, bottom=head < heads - 1)
-    fig.colorbar(image, ax=axes, shrink=0.5, aspect=30, label="attention weight")
+            ax.set_title(f"layer {layer}, head {head}", fontsize=9)
+            _inner_labels_off(ax, left=head > 0, bottom=layer < layers - 1)
+    fig.colorbar(image, ax=axes, location="bottom", shrink=0.45, aspect=40, pad=0.02,
+                 label="attention weight")
     if title:
-        fig.suptitle(title)
+        fig.suptitle(title, fontsize=10)
     return fig
 
 
@@ -244,14 +246,47 @@ def _lightened(colour, by: float = 0.45):
     return (r + (1 - r) * by, g + (1 - g) * by, b + (1 - b) * by, a)
 
 
+def _dark_maps() -> dict:
+    """The dark page's twins of the colormaps that are white at zero (a white slab on a dark page): the
+    middle, or the low end, is the page's surface, and the ends are the light map's colours, made bright."""
+    from matplotlib.colors import LinearSegmentedColormap
+
+    surface = "#262b33"
+    diverging = LinearSegmentedColormap.from_list(
+        "RdBu_r_dark", ["#92c5de", "#2166ac", surface, "#b2182b", "#f4a582"])
+    reds = LinearSegmentedColormap.from_list("Reds_dark", [surface, "#a50f15", "#fc9272"])
+    blues = LinearSegmentedColormap.from_list("Blues_dark", [surface, "#08519c", "#9ecae1"])
+    return {"RdBu_r": diverging, "RdBu": diverging.reversed(), "Reds": reds, "Blues": blues}
+
+
+def _cell_value(image, x: float, y: float):
+    """The value of ``image`` (an ``imshow``) under the data point (x, y), or None outside it."""
+    import numpy as np
+
+    values = np.asarray(image.get_array())
+    rows, cols = values.shape[:2]
+    left, right, bottom, top = image.get_extent()
+    col = int(np.floor((x - left) / (right - left) * cols))
+    if image.origin == "upper":
+        row = int(np.floor((y - top) / (bottom - top) * rows))
+    else:
+        row = int(np.floor((y - bottom) / (top - bottom) * rows))
+    if not (0 <= row < rows and 0 <= col < cols):
+        return None
+    value = values[row, col]
+    return None if np.ma.is_masked(value) else float(value)
+
+
 class dark_chrome:
     """``fig`` drawn for a dark page while inside: the same data, its frame recoloured.
 
     A figure's chrome (white backgrounds and boxes, black and grey texts, axes, ticks,
     lines and arrows) becomes transparent, dark or light; dark coloured texts are
-    lightened; every colour that carries data (a colormap, a group's colour) stays.
-    Texts written on an image or a mesh (a heatmap's numbers, chosen black or white for
-    their cell) and texts on a tinted box (which keeps its tint) stay as they are.
+    lightened; every colour that carries data (a colormap, a group's colour) stays,
+    except a colormap that is white at zero (``RdBu_r``, ``Reds``), which takes its dark
+    twin (``_dark_maps``), and the black or white number written on one of its cells,
+    which is chosen again for the cell's new colour. Other texts written on an image or
+    a mesh, and texts on a tinted box (which keeps its tint), stay as they are.
     Everything is put back on exit.
     """
 
@@ -281,6 +316,22 @@ class dark_chrome:
             centre = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
             return any(p.axes is text.axes and p.contains_point(centre) for p in tinted)
 
+        dark_maps = _dark_maps()
+        for ax in fig.axes:
+            for image in ax.images:
+                twin = dark_maps.get(image.get_cmap().name)
+                if twin is None:
+                    continue
+                for text in ax.texts:  # a cell's number, black or white for its cell: again for the new colour
+                    if text.get_transform() != ax.transData or not (_grey(text.get_color(), 0.3)
+                                                                   or _light(text.get_color())):
+                        continue
+                    value = _cell_value(image, *text.get_position())
+                    if value is not None:
+                        r, g, b, _ = twin(image.norm(value))
+                        self._set(text.get_color, text.set_color,
+                                  "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "white")
+                self._set(image.get_cmap, image.set_cmap, twin)
         backgrounds = {id(fig.patch)} | {id(ax.patch) for ax in fig.axes}
         if _light(fig.get_facecolor()):
             self._set(fig.get_facecolor, fig.set_facecolor, (0, 0, 0, 0))

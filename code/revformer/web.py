@@ -84,6 +84,7 @@ TEXT = {
     "pick": "layer {layer}, {head}",
 }
 TITLES = {"playground": "The model in your browser",
+          4: "Explorer: layer 0, head 0, the head this chapter computes by hand",
           10: "Explorer: the attention of every head, computed in your browser",
           11: "Explorer: switch the mask and watch the answer and the attention",
           12: "Explorer: the three groups, computed in your browser"}
@@ -361,13 +362,16 @@ def landing_playground(digits="314205", script_base: str = WEB_URL, language: st
 
 
 def chapter_explorer(chapter: int, digits="314205", script_base: str = WEB_URL, language: str | None = None):
-    """The playground as the explorer of chapter 10, 11 or 12.
+    """The playground as the explorer of chapter 4, 10, 11 or 12.
 
+    4 (one head): four_heads, layer 0's head 0, the query row's control;
     10 (heatmaps): four_heads and one_head, the heatmap's controls;
     11 (the mask off): four_heads and no_mask, with the mask toggle;
     12 (ablations): the three groups, with the knockout boxes and the loss.
     """
     settings = {
+        4: dict(groups=("four_heads",), controls=("digits", "random", "row"), layer=0, head=0,
+                title=TITLES[4]),
         10: dict(groups=("four_heads", "one_head"),
                  controls=("digits", "random", "group", "layer", "head", "row"),
                  title=TITLES[10]),
@@ -379,7 +383,7 @@ def chapter_explorer(chapter: int, digits="314205", script_base: str = WEB_URL, 
                  title=TITLES[12]),
     }
     if chapter not in settings:
-        raise ValueError(f"chapter must be 10, 11 or 12 (the chapters with an explorer), got {chapter!r}")
+        raise ValueError(f"chapter must be 4, 10, 11 or 12 (the chapters with an explorer), got {chapter!r}")
     return playground(digits, script_base=script_base, language=language, **settings[chapter])
 
 
@@ -485,7 +489,11 @@ def _view(uid: str, o: dict, t: dict, shown: set) -> str:
                       for h in [*range(o["maxHeads"]), "mean"]]
         parts.append(f'<div class="rfp-thumbs" role="group" aria-label="{t["thumbs"]}" '
                      f'style="--rfp-heads:{o["maxHeads"] + 1}">' + "".join(cells) + "</div>")
-    selects = [f'<span class="rfp-field"><label for="{uid}-{name}">{label}</label>'
+    # where the thumbnails (buttons, reached by Tab) pick the layer and the head, their selects would be a second
+    # control for the same thing (the look review): they stay in the page, hidden, for the script to keep in step
+    thumbs = "layer" in shown or "head" in shown
+    selects = [f'<span class="rfp-field"{" hidden" if thumbs and name != "row" else ""}>'
+               f'<label for="{uid}-{name}">{label}</label>'
                f'<select id="{uid}-{name}" class="rfp-{name}"></select></span>'
                for name, label in (("layer", t["layerLabel"]), ("head", t["headLabel"]), ("row", t["rowLabel"]))
                if name in shown]
@@ -546,11 +554,12 @@ html[data-theme=dark] .bd-content div.cell_output div.output.text_html:has(> .rf
 .rf-playground .rfp-loss-box{order:0}}
 .rf-playground .rfp-controls{display:flex;flex-wrap:wrap;gap:.6em .9em;align-items:flex-end}
 .rf-playground .rfp-field{display:inline-flex;flex-direction:column;gap:.2em;min-width:0;max-width:100%}
+.rf-playground .rfp-field[hidden]{display:none}
 .rf-playground .rfp-field>label{margin:0;font-size:.875em;font-weight:600;color:var(--rfp-muted)}
 .rf-playground .rfp-group-field{flex:1 1 100%}
 .rf-playground .rfp-model{display:block;font-size:.875em;color:var(--rfp-muted)}.rf-playground .rfp-model b{font-weight:600;color:var(--rfp-text)}
 .rf-playground input[type=text],.rf-playground select,.rf-playground button{font:inherit;color:var(--rfp-text);background-color:var(--rfp-field);border:1px solid var(--rfp-border);border-radius:6px;padding:.3em .6em;margin:0;min-height:40px;max-width:100%}
-.rf-playground input.rfp-digits{font:600 1.3em/1.2 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;letter-spacing:.22em;width:7.4em;padding:.25em .5em}
+.rf-playground input.rfp-digits{font:600 1.3em/1.2 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;letter-spacing:.14em;width:9.6em;max-width:100%;padding:.25em .5em}
 .rf-playground button{cursor:pointer}.rf-playground button:hover{border-color:var(--rfp-primary)}
 .rf-playground button.rfp-random{background:var(--rfp-primary);border-color:var(--rfp-primary);color:var(--rfp-on-primary);font-weight:600;padding:.3em .9em}
 .rf-playground button.rfp-random:hover{filter:brightness(1.1)}
@@ -599,6 +608,7 @@ html[data-theme=dark] .bd-content div.cell_output div.output.text_html:has(> .rf
 .rf-playground table.rfp-loss th,.rf-playground table.rfp-loss td{padding:.05em .25em;text-align:right}
 .rf-playground table.rfp-loss th[scope=col]{font-size:1em;font-weight:600;color:var(--rfp-muted);vertical-align:bottom;word-break:keep-all}
 .rf-playground table.rfp-loss td.rfp-pos,.rf-playground table.rfp-loss th[scope=row],.rf-playground table.rfp-loss th:first-child{text-align:left;white-space:nowrap}
+@media (max-width:360px){.rf-playground table.rfp-loss{font-size:.8em}.rf-playground table.rfp-loss td.rfp-loss-bar,.rf-playground table.rfp-loss th:last-child,.rf-playground table.rfp-loss tr.rfp-loss-mean td:last-child{display:none}}
 .rf-playground table.rfp-loss th[scope=row]{font-weight:600}
 .rf-playground tr.rfp-loss-mean{border-top:1px solid var(--rfp-border)}
 .rf-playground td.rfp-loss-bar{width:20%}.rf-playground td.rfp-loss-bar div{height:.6em;border-radius:2px;background:var(--rfp-primary)}
@@ -608,6 +618,8 @@ html[data-theme=dark] .bd-content div.cell_output div.output.text_html:has(> .rf
 .rf-playground .rfp-thumb-layer{text-align:right;padding-right:.2em}
 .rf-playground button.rfp-thumb{display:block;width:100%;min-height:0;padding:2px;line-height:0;border-radius:5px;background:var(--rfp-surface)}
 .rf-playground button.rfp-thumb canvas{display:block;width:100%;height:auto;aspect-ratio:1;image-rendering:pixelated;border-radius:2px}
+.rf-playground button.rfp-thumb.rfp-off{position:relative}.rf-playground button.rfp-thumb.rfp-off canvas{opacity:.3}
+.rf-playground button.rfp-thumb.rfp-off::after{content:"";position:absolute;inset:2px;border-radius:2px;background:linear-gradient(to top right,transparent calc(50% - 1.5px),var(--rfp-bad,#c62828) calc(50% - 1.5px),var(--rfp-bad,#c62828) calc(50% + 1.5px),transparent calc(50% + 1.5px))}
 .rf-playground button.rfp-thumb[aria-pressed=true]{border-color:var(--rfp-primary);box-shadow:0 0 0 2px var(--rfp-primary)}
 .rf-playground .rfp-absent{visibility:hidden}
 .rf-playground .rfp-selects{gap:.4em .8em;align-items:center}.rf-playground .rfp-selects:empty{display:none}

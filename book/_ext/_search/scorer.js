@@ -2,7 +2,10 @@
 // 1. A term's home chapter and its glossary entry come first: REVFORMER_HOMES (revformer-homes.js, written by
 //    book/_ext/revformer_book.py from the glossary's "Taught in" links) maps a term to the page that teaches it.
 // 2. Snippets are prose: code cells, outputs' listings, the printed table of contents and the explorers' and
-//    quizzes' controls are left out of the text a snippet is cut from.
+//    quizzes' controls are left out of the text a snippet is cut from; a snippet cut mid-sentence ends in "…".
+// 3. A glossary term found as a term is not listed a second time as the glossary page.
+// 4. Chinese queries: a word the index does not hold as a whole (训练集, which jieba indexed as 训练 and 集) is
+//    looked up as its longest indexed pieces, all of which a page must hold.
 ;(function () {  // the semicolon: this file is appended to language_data.js, after an expression
   if (typeof Scorer === "undefined" || typeof Search === "undefined") { return; }
   function query() {
@@ -17,6 +20,42 @@
   };
   // TeX as a reader would write it in plain text: x_out = LN(x + Sublayer(x)), j ≤ i, (1)/(6) Σ ..., not the
   // command words a stripped backslash leaves ("operatorname", "infty", "le", "frac").
+  var CJK = /[\u3400-\u9fff]/;
+  function indexed(word) {
+    var index = Search._index || {};
+    return (index.terms && word in index.terms) || (index.titleterms && word in index.titleterms);
+  }
+  function pieces(word) {  // longest indexed pieces first, left to right; a character the index lacks is left out
+    var out = [], i = 0, n;
+    while (i < word.length) {
+      for (n = Math.min(8, word.length - i); n > 0 && !indexed(word.substr(i, n)); n--) {}
+      if (n > 0) { out.push(word.substr(i, n)); i += n; } else { i += 1; }
+    }
+    return out;
+  }
+  var split = splitQuery;
+  splitQuery = function (text) {
+    var out = [];
+    text = text.replace(/掩码/g, " mask ");  // the article's other word for mask, which the chapters write as mask
+    split(text).forEach(function (word) {
+      if (CJK.test(word) && Search._index && !indexed(word.toLowerCase())) { out.push.apply(out, pieces(word)); }
+      else { out.push(word); }
+    });
+    return out;
+  };
+  var perform = Search._performSearch;
+  Search._performSearch = function () {
+    var results = perform.apply(Search, arguments);
+    var terms = {};
+    results.forEach(function (r) { if (r[2]) { terms[r[0]] = true; } });
+    return results.filter(function (r) { return r[2] || !terms[r[0]] || !/(^|\/)glossary$/.test(r[0]); });
+  };
+  var summarise = Search.makeSearchSummary;
+  Search.makeSearchSummary = function (htmlText, keywords, anchor) {
+    var summary = summarise(htmlText, keywords, anchor);
+    if (summary && !/[.。!！?？:：;；)）…]$/.test(summary.textContent)) { summary.textContent += "…"; }
+    return summary;
+  };
   var SYMBOLS = {infty: "∞", le: "≤", leq: "≤", ge: "≥", geq: "≥", neq: "≠", approx: "≈", sum: "Σ", prod: "Π",
                  ell: "ℓ", cdot: "·", times: "×", odot: "⊙", to: "→", rightarrow: "→", sqrt: "√", in: "∈",
                  top: "ᵀ", dots: "…", ldots: "…", cdots: "⋯", alpha: "α", beta: "β", gamma: "γ", sigma: "σ",
@@ -24,7 +63,9 @@
                  left: "", right: "", big: "", Big: ""};
   function plain(tex) {
     return tex.replace(/\\[()\[\]]/g, "")
+      .replace(/\\frac\{(\w+)\}\{(\w+)\}/g, "$1/$2")
       .replace(/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)")
+      .replace(/\\(sum|prod)_\{([^{}]*)\}\^\{?(\w+)\}?/g, "\\$1[$2..$3]")
       .replace(/\\(?:text|operatorname|mathrm|mathbf|mathit|mathbb|mathcal|boldsymbol|textbf)\{([^{}]*)\}/g, "$1")
       .replace(/\\([A-Za-z]+)/g, function (m, word) { return word in SYMBOLS ? SYMBOLS[word] : word; })
       .replace(/\\[,;:! ]/g, " ").replace(/[{}]/g, "");

@@ -294,8 +294,11 @@
   }
 
   function drawThumbs() {  // every head of both layers as a 14 x 14 image, masked cells left clear
+    var off = knockout();
     $$("button.rfp-thumb").forEach(function (button) {
       var layer = Number(button.dataset.layer), h = button.dataset.head, canvas = button.querySelector("canvas");
+      // a knocked-out head still attends (its output is zeroed after): its picture is drawn, faded and struck
+      button.classList.toggle("rfp-off", off.some(function (p) { return p[0] === layer && String(p[1]) === h; }));
       button.setAttribute("aria-pressed", String(layer === state.layer && h === state.head));
       button.setAttribute("aria-label", say("pick", {layer: layer, head: headName(h)}));
       if (button.disabled || !canvas.getContext) { return; }
