@@ -84,7 +84,7 @@ TEXT = {
     "pick": "layer {layer}, {head}",
 }
 TITLES = {"playground": "The model in your browser",
-          4: "Explorer: layer 0, head 0, the head this chapter computes by hand",
+          4: "Explorer: layer 0, head 0, with chapter 5's mask and chapter 9's greedy answer",
           10: "Explorer: the attention of every head, computed in your browser",
           11: "Explorer: switch the mask and watch the answer and the attention",
           12: "Explorer: the three groups, computed in your browser"}
@@ -597,6 +597,7 @@ html[data-theme=dark] .bd-content div.cell_output div.output.text_html:has(> .rf
 @container rfp (max-width:420px){.rf-playground table.rfp-answer tbody{gap:.2em}.rf-playground tr.rfp-chip{flex-basis:2.3em}.rf-playground tr.rfp-chip>*{padding:0}}
 @container rfp (max-width:300px){.rf-playground td.rfp-special{letter-spacing:-.07em}.rf-playground td.rfp-prob{font-size:11px;letter-spacing:-.03em}}
 .rf-playground .rfp-legend{margin-top:.3em;font-size:.875em;color:var(--rfp-muted)}.rf-playground .rfp-legend-key{margin-right:.35em}.rf-playground .rfp-legend>span:nth-child(4)::after{content:" (%)"}
+.rf-playground[lang^="zh"] .rfp-legend>span:nth-child(4)::after,html[lang^="zh"] .rf-playground .rfp-legend>span:nth-child(4)::after{content:"\\FF08%\\FF09"}
 .rf-playground .rfp-verdict{min-height:1.45em;margin-top:.45em;font-weight:600;font-size:.95em}
 .rf-playground :is(.rfp-note,.rfp-readout,.rfp-legend,caption,summary,.rfp-build){text-wrap:pretty}
 .rf-playground[lang^=zh] :is(.rfp-verdict,.rfp-legend){word-break:keep-all;overflow-wrap:anywhere;line-break:strict}
