@@ -301,3 +301,52 @@ def test_the_graded_chapters_show_their_key_picture_in_the_first_screens(browser
     context.close()
     late = {name: top for name, top in found.items() if not 0 <= top <= 2100}
     assert not late, f"{edition}: first figure or explorer at {late} px"
+
+
+@pytest.mark.book
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("width", (1440, 390))
+def test_a_figure_opens_at_full_size(browser, site, edition, width):
+    """A tap on a figure opens it over the page at its full size, where its labels are as large as they are drawn
+    (on a phone the column shrinks chapter 10's eight-panel figure to 5-px labels: the look review); the caption
+    says so where it is needed, and Escape closes it and gives the focus back."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    tab = context.new_page()
+    try:
+        tab.goto(f"{site}/{address('book/10_heatmaps', edition)}.html", wait_until="load")
+        link = tab.locator(".cell_output figure a.rf-zoomable:visible").first
+        shown = link.locator("img").bounding_box()["width"]
+        hint = tab.locator(".cell_output figure .rf-zoom-hint").first
+        assert hint.is_visible() == (width < 768)
+        link.click()
+        dialog = tab.locator(".rf-zoom[role=dialog]")
+        dialog.wait_for(timeout=5000)
+        big = dialog.locator("img").evaluate("img => ({width: img.getBoundingClientRect().width,"
+                                             " natural: img.naturalWidth})")
+        assert abs(big["width"] - big["natural"] / 2) <= 1, big  # drawn at its own size: half its 2x pixels
+        if width < 768:
+            assert big["width"] >= 1.8 * shown, (big, shown)
+        tab.keyboard.press("Escape")
+        assert dialog.count() == 0
+        assert tab.evaluate("() => document.activeElement.classList.contains('rf-zoomable')")
+    finally:
+        context.close()
+
+
+@pytest.mark.book
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("width", (390, 320))
+def test_the_header_icons_are_a_fingers_size_on_a_phone(browser, site, edition, width):
+    """On a phone every icon and the edition link of the header is at least 40 px wide and tall (the look review
+    measured 27-30 px), and they still fit the screen (the header test above)."""
+    context = browser.new_context(viewport={"width": width, "height": 844})
+    tab = context.new_page()
+    try:
+        tab.goto(f"{site}/{address('book/04_one_head', edition)}.html", wait_until="load")
+        seen = tab.evaluate(MEASURE)
+        small = [i for i in seen["items"] if i["right"] - i["left"] < 39.5 or i["bottom"] - i["top"] < 39.5]
+        assert seen["items"] and not small, small
+    finally:
+        context.close()

@@ -388,6 +388,12 @@ def test_every_page_names_itself_for_shared_links_and_has_an_icon(edition):
         meta = {(a.get("name") or a.get("property")): a.get("content") for t, a in found if t == "meta"}
         icons = [a["href"] for t, a in found if t == "link" and a.get("rel") == "icon"]
         assert icons and (path.parent / icons[0]).resolve().is_file(), f"{name}: no favicon the site serves"
+        # an SVG icon and a PNG one for browsers without SVG icons, and a home-screen icon (the look review)
+        touch = [a["href"] for t, a in found if t == "link" and a.get("rel") == "apple-touch-icon"]
+        pngs = [i for i in icons if i.endswith(".png")] + touch
+        assert len(pngs) == 2 and all((path.parent / i).resolve().is_file() for i in pngs), f"{name}: {pngs}"
+        viewports = [a for t, a in found if t == "meta" and a.get("name") == "viewport"]
+        assert len(viewports) == 1, f"{name}: {len(viewports)} viewport tags, expected one"
         assert meta.get("og:image") == site + "_static/revformer-card.png", name
         assert meta.get("og:description") == meta.get("description") and len(meta["description"]) >= 40, name
         assert len(meta["description"]) <= 161, name
@@ -404,3 +410,18 @@ def test_every_page_names_itself_for_shared_links_and_has_an_icon(edition):
         assert len(parts) == len(set(parts)), f"{name}: the tab's title repeats itself: {title}"
     with Image.open(root / "_static" / "revformer-card.png") as card:
         assert card.size == (1200, 630)
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_glossary_opens_on_its_letters(edition):
+    """A row of letters above the glossary, each linking to the first term under it, in the glossary's own order:
+    A-Z in English, the headwords' pinyin in Chinese (the fifth Chinese review: 58 entries and no way in)."""
+    text = page("book/glossary", edition).read_text(encoding="utf-8")
+    nav = re.search(r'<nav class="rf-letters"[^>]*>(.*?)</nav>', text, re.S)
+    assert nav, "no letters above the glossary"
+    links = re.findall(r'<a href="#([^"]+)">([A-Z])</a>', nav.group(1))
+    letters = [letter for _, letter in links]
+    assert len(links) >= 10 and letters == sorted(letters), letters
+    terms = re.findall(r'<dt[^>]* id="(term-[^"]+)"', text)
+    positions = [terms.index(target) for target, _ in links]  # KeyError: a letter to no term
+    assert positions == sorted(positions) and positions[0] == 0, positions

@@ -168,6 +168,9 @@ EDITIONS = {"en": ("zh_CN/", "zh-CN", "中文版", "本页的简体中文版"),
             "zh_CN": ("../", "en", "English", "This page in English")}
 
 
+VIEWPORT = re.compile(r'\s*<meta name="viewport"[^>]*>')
+
+
 def edition_link(app, pagename, templatename, context, doctree):
     """The header's link to this page in the other edition, and the ``<head>``'s alternate."""
     prefix, hreflang, text, title = EDITIONS[app.config.revformer_language]
@@ -293,6 +296,32 @@ def term_index_entries(app, doctree):
             # every entry to the term's own anchor (the English one), not the inner span of the Chinese id,
             # where the search found no title and no text to quote
             index["entries"] = [(kind, text, term["ids"][0], main, key) for kind, text, _, main, key in index["entries"]]
+
+
+def glossary_letters(app, doctree):
+    """A row of letters above the glossary, each a link to the first term under it: the English term's first
+    letter, or in Chinese the first letter of the headword's pinyin (the order of the Chinese glossary)."""
+    from docutils import nodes
+    from sphinx import addnodes
+
+    zh = app.config.revformer_language != "en"
+    for glossary in list(doctree.findall(addnodes.glossary)):
+        first = {}
+        for term in glossary.findall(nodes.term):
+            text = term.astext().strip()
+            if zh:
+                from pypinyin import lazy_pinyin
+
+                text = "".join(lazy_pinyin(text.split("\uff08")[0])).strip()
+            letter = next((c.upper() for c in text if c.isalpha()), "")
+            if letter and term["ids"] and letter not in first:
+                first[letter] = term["ids"][0]
+        if len(first) < 2:
+            continue
+        label = "\u6309\u62fc\u97f3\u9996\u5b57\u6bcd" if zh else "Terms by first letter"
+        links = "".join(f'<a href="#{target}">{letter}</a>' for letter, target in first.items())
+        html = f'<nav class="rf-letters" aria-label="{label}">{links}</nav>'
+        glossary.parent.insert(glossary.parent.index(glossary), nodes.raw("", html, format="html"))
 
 
 def term_homes(doctree, docname: str) -> dict[str, str]:
@@ -537,7 +566,8 @@ def page_meta(app, pagename, templatename, context, doctree):
     description = html.escape(described or DESCRIPTION[language], quote=True)
     title = html.escape(context.get("title", "") or app.config.html_title or "", quote=True)
     url = site + app.builder.get_target_uri(pagename)
-    context["metatags"] = context.get("metatags", "") + "".join(
+    # the basic layout writes the viewport tag; the copy an extension adds to metatags would be a second
+    context["metatags"] = VIEWPORT.sub("", context.get("metatags", "")) + "".join(
         f'\n<meta {attribute}="{name}" content="{value}" />' for attribute, name, value in (
             ("name", "description", description), ("property", "og:title", title),
             ("property", "og:description", description), ("property", "og:type", "website"),
@@ -545,6 +575,11 @@ def page_meta(app, pagename, templatename, context, doctree):
             ("property", "og:image", html.escape(site + "_static/" + CARD, quote=True)),
             ("property", "og:image:width", "1200"), ("property", "og:image:height", "630"),
             ("name", "twitter:card", "summary_large_image")))
+    # the SVG favicon (html_favicon) for browsers that take one, a PNG for the rest, and a home-screen icon
+    static = context["pathto"]("_static/", 1)
+    context["metatags"] += (f'\n<link rel="icon" type="image/png" sizes="32x32" '
+                            f'href="{static}revformer-icon-32.png" />'
+                            f'\n<link rel="apple-touch-icon" href="{static}revformer-icon-180.png" />')
 
 
 def social_card(app, exception):
@@ -615,12 +650,14 @@ def setup(app):
     app.connect("doctree-read", english_section_ids, priority=400)
     app.connect("doctree-read", english_term_ids, priority=400)
     app.connect("doctree-read", term_index_entries, priority=410)
+    app.connect("doctree-read", glossary_letters, priority=420)
     app.connect("doctree-read", number_figures)
     app.connect("build-finished", write_homes)
     app.connect("doctree-resolved", home_index_entries)
     app.connect("config-inited", search_scorer)
     app.connect("config-inited", chinese_search_keeps_characters)
     app.add_js_file("revformer-homes.js")
+    app.add_js_file("revformer-page.js")
     app.connect("build-finished", record_section_ids)
     app.connect("config-inited", default_light_mode)
     app.connect("config-inited", theme_header)

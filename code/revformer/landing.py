@@ -231,6 +231,7 @@ _STYLE = """<style>
 .rfl-button.rfl-primary { background: var(--pst-color-primary, #0a7d91);
   color: var(--pst-color-background, #fff) !important; }
 .rfl-map { display: grid; grid-template-columns: repeat(auto-fill, minmax(230px, 1fr)); gap: .8rem; }
+@media (min-width: 900px) { .rfl-map { grid-template-columns: repeat(3, 1fr); } }  /* six parts: 3 + 3, not 4 + 2 */
 .rfl-card { display: flex; flex-direction: column; gap: .2rem; padding: .7rem .8rem .8rem;
   border: 1px solid var(--pst-color-border, #d1d5da); border-radius: .5rem; text-decoration: none !important;
   color: var(--pst-color-text-base, #222) !important; background: var(--pst-color-on-background, transparent); }
@@ -239,9 +240,9 @@ _STYLE = """<style>
 .rfl-chapters { font-size: .8rem; color: var(--pst-color-text-muted, #646464); }
 .rfl-title { font-weight: 700; font-size: 1rem; }
 .rfl-line { font-size: .88rem; line-height: 1.4; }
-@media (max-width: 560px) {  /* a phone: picture beside the words, so six parts fit two screens */
+@media (max-width: 560px) {  /* a phone: picture beside the words (half the card: its digits 10 px at 390) */
   .rfl-map { grid-template-columns: 1fr; gap: .6rem; }
-  .rfl-card { display: grid; grid-template-columns: 38% 1fr; column-gap: .7rem; align-items: center; }
+  .rfl-card { display: grid; grid-template-columns: 50% 1fr; column-gap: .7rem; align-items: center; }
   .rfl-pic { grid-row: 1 / span 3; margin: 0; }
   .rfl-button { flex: 1 1 100%; justify-content: center; }
 }

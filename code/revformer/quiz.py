@@ -28,11 +28,11 @@ _STYLE = """<style>
 .rf-quiz p{margin:.3em 0}.rf-quiz label{display:block;margin:.25em 0;cursor:pointer}
 .rf-quiz button{margin-top:.4em;padding:.2em .9em;cursor:pointer}
 .rf-quiz input[type=text]{width:9em;padding:.15em .3em}
-.rf-quiz-feedback{font-weight:600;min-height:1.3em}
+.rf-quiz-feedback{min-height:1.3em}.rf-quiz-feedback strong{font-weight:700}
 .rf-quiz-feedback.rf-right{color:var(--pst-color-success,#1a7f37)}
 .rf-quiz-feedback.rf-wrong{color:var(--pst-color-danger,#b42318)}
 .rf-quiz code{color:var(--pst-color-inline-code,inherit);background:var(--pst-color-surface,rgba(127,127,127,.12));
-padding:.05em .3em;border-radius:3px}
+padding:.05em .3em;border-radius:3px;overflow-wrap:break-word;word-break:normal}
 </style>"""
 
 _SCRIPT = r"""<script>
@@ -47,9 +47,17 @@ _SCRIPT = r"""<script>
   function fill(text, fields) {  // a sentence of ui with its {names} filled in
     return text.replace(/\{(\w+)\}/g, function (m, k) { return k in fields ? fields[k] : m; });
   }
-  function say(right, text) {
+  function say(right, text) {  // the verdict ("Right." or "Not quite.") in bold, the explanation in plain text
     out.className = "rf-quiz-feedback " + (right ? "rf-right" : "rf-wrong");
-    out.textContent = text;
+    var verdict = right ? ui.correct : ui.wrong;
+    out.textContent = "";
+    if (verdict && text.indexOf(verdict) === 0) {
+      var strong = document.createElement("strong");
+      strong.textContent = verdict;
+      out.appendChild(strong);
+      text = text.slice(verdict.length);
+    }
+    out.appendChild(document.createTextNode(text));
   }
   root.querySelector("button.rf-quiz-check").addEventListener("click", function () {
     if (data.kind === "choice") {

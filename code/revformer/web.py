@@ -356,8 +356,9 @@ def playground(digits="314205", groups=("four_heads", "one_head", "no_mask"), co
 
 def landing_playground(digits="314205", script_base: str = WEB_URL, language: str | None = None):
     """The playground's small form for the landing page: the digits, the answer and layer 0's heatmap of
-    ``four_heads``, no title, so a reader sees the model answer within the first screen."""
-    return playground(digits, groups=("four_heads",), controls=("digits", "random"), title=None,
+    ``four_heads``, with the thumbnails of its eight heads under the answer, no title, so a reader sees the model
+    answer within the first screen."""
+    return playground(digits, groups=("four_heads",), controls=("digits", "random", "layer", "head"), title=None,
                       script_base=script_base, language=language)
 
 
