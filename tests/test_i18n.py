@@ -113,7 +113,7 @@ def test_every_label_has_its_chinese():
 
     english = {"quiz.UI": quiz.UI, "web.TEXT": web.TEXT, "web.GROUP_TEXT": web.GROUP_TEXT,
                "web.TITLES": web.TITLES, "explorer.LABELS": explorer.LABELS,
-               "explorer.STATIC_NOTE": {"note": explorer.STATIC_NOTE}, "source.LINES": {"lines": source.LINES}}
+               "source.LINES": {"lines": source.LINES}}
     for name, table in english.items():
         for key, text in table.items():
             assert not re.search(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]", text), (name, key)  # English only

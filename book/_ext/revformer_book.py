@@ -384,6 +384,26 @@ def search_scorer(app, config):
         config.html_search_scorer = str(Path(__file__).parent / "_search" / "scorer.js")
 
 
+def search_skips_code(app, config):
+    """The search index holds a page's prose, not its code cells: "logit lens" found every page with ``len(`` (the
+    English stemmer makes lens len), and a snippet could only be cut from prose anyway (scorer.js). Sphinx 7.4's
+    WordCollector has no way to skip a node by its class (Sphinx 8 reads "no-search"), so its visit is wrapped."""
+    from docutils import nodes
+    from sphinx.search import WordCollector
+
+    visit = WordCollector.dispatch_visit
+    if getattr(visit, "skips_code", False):
+        return
+
+    def dispatch_visit(self, node):
+        if isinstance(node, nodes.Element) and "cell_input" in node.get("classes", ()):
+            raise nodes.SkipNode
+        return visit(self, node)
+
+    dispatch_visit.skips_code = True
+    WordCollector.dispatch_visit = dispatch_visit
+
+
 def chinese_search_keeps_characters(app, config):
     """Chinese build: the search index holds the compounds jieba splits (训练集, 学习率, 输出层) and keeps single
     characters, which Sphinx's Chinese splitter drops; the scorer looks a word the index still lacks up as its
@@ -401,6 +421,9 @@ def chinese_search_keeps_characters(app, config):
             words = super().split(input)
             joined = [a + b[0] for a, b in zip(words, words[1:])
                       if 2 <= len(a) <= 3 and han.fullmatch(a) and han.match(b)]
+            # two two-character words as one (符号 + 翻转: 符号翻转, which jieba keeps whole only in 符号翻转检验)
+            joined += [a + b for a, b in zip(words, words[1:])
+                       if len(a) == len(b) == 2 and han.fullmatch(a) and han.fullmatch(b)]
             starts = [w[:n] for w in words if len(w) >= 5 and han.fullmatch(w) for n in range(4, len(w))]
             return words + joined + starts
 
@@ -656,6 +679,7 @@ def setup(app):
     app.connect("doctree-resolved", home_index_entries)
     app.connect("config-inited", search_scorer)
     app.connect("config-inited", chinese_search_keeps_characters)
+    app.connect("config-inited", search_skips_code)
     app.add_js_file("revformer-homes.js")
     app.add_js_file("revformer-page.js")
     app.connect("build-finished", record_section_ids)

@@ -128,12 +128,10 @@ LABELS = {"digits": "digits", "layer": "layer {layer}", "layer_label": "layer", 
           "bad": "<b>Type exactly six digits 0-9</b> (got {text}).",
           "status": "Model's answer: <b>{answer}</b> ({verdict}); query {row} ({label}) predicts {next}.",
           "right": "right", "wrong": "wrong: expected {expected}"}
-STATIC_NOTE = ("The live explorer runs in Colab or Jupyter (open this chapter there with the launch button); "
-               "here the same trained model runs in your browser instead.")
 
 
 def live_explorer(model, digits: str = "314205", static=None):
-    """The live explorer; in the static book build, a one-line note and ``static`` instead.
+    """The live explorer; in the static book build, ``static`` instead.
 
     The book build sets ``REVFORMER_STATIC_BUILD=1``: a widget executed there
     would freeze in the HTML, so the page shows ``static``, an explorer that
@@ -141,13 +139,8 @@ def live_explorer(model, digits: str = "314205", static=None):
     computed in the reader's browser).
     """
     if os.environ.get(STATIC_ENV, "") not in ("", "0"):
-        from IPython.display import HTML, display
-
         if static is None:
             raise ValueError("in the static build, live_explorer needs static=, an explorer that runs without a "
                              "kernel, such as revformer.web.chapter_explorer(10)")
-        from .i18n import show, tr
-
-        show(*(HTML(f"<p><em>{tr(STATIC_NOTE, lang)}</em></p>") for lang in ("en", "zh_CN")))
         return static
     return LiveExplorer(model, digits)

@@ -494,12 +494,14 @@ class _Translated:
         self.untranslated: list[str] = []
 
     def _font(self, artist):
-        """Give ``artist`` a font with Chinese characters after its own (matplotlib falls back glyph by glyph)."""
+        """Give ``artist`` a font with Chinese characters after its own (matplotlib falls back glyph by glyph);
+        before it where the text holds a full-width ？ or ！, which DejaVu Sans draws half-width."""
         font = cjk_font()
         family = list(artist.get_fontfamily())
         if font and font not in family:
             self.saved.append((artist.set_fontfamily, family))
-            artist.set_fontfamily(family + [font])
+            wide = re.search("[\uff01\uff1f]", artist.get_text() or "")
+            artist.set_fontfamily([font] + family if wide else family + [font])
 
     def __enter__(self):
         self.saved = []

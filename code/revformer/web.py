@@ -610,7 +610,7 @@ html[data-theme=dark] .bd-content div.cell_output div.output.text_html:has(> .rf
 .rf-playground table.rfp-loss th,.rf-playground table.rfp-loss td{padding:.05em .25em;text-align:right}
 .rf-playground table.rfp-loss th[scope=col]{font-size:1em;font-weight:600;color:var(--rfp-muted);vertical-align:bottom;word-break:keep-all}
 .rf-playground table.rfp-loss td.rfp-pos,.rf-playground table.rfp-loss th[scope=row],.rf-playground table.rfp-loss th:first-child{text-align:left;white-space:nowrap}
-@media (max-width:360px){.rf-playground table.rfp-loss{font-size:.8em}.rf-playground table.rfp-loss td.rfp-loss-bar,.rf-playground table.rfp-loss th:last-child,.rf-playground table.rfp-loss tr.rfp-loss-mean td:last-child{display:none}}
+@media (max-width:360px){.rf-playground details.rfp-loss-box{overflow-x:auto}.rf-playground table.rfp-loss{font-size:.75em}.rf-playground table.rfp-loss th,.rf-playground table.rfp-loss td{padding:.05em .15em}.rf-playground table.rfp-loss td.rfp-loss-bar,.rf-playground table.rfp-loss th:last-child,.rf-playground table.rfp-loss tr.rfp-loss-mean td:last-child{display:none}}
 .rf-playground table.rfp-loss th[scope=row]{font-weight:600}
 .rf-playground tr.rfp-loss-mean{border-top:1px solid var(--rfp-border)}
 .rf-playground td.rfp-loss-bar{width:20%}.rf-playground td.rfp-loss-bar div{height:.6em;border-radius:2px;background:var(--rfp-primary)}

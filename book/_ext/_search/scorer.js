@@ -37,7 +37,10 @@
   splitQuery = function (text) {
     var out = [];
     text = text.replace(/掩码/g, " mask ");  // the article's other word for mask, which the chapters write as mask
+    var chinese = CJK.test(text);
     split(text).forEach(function (word) {
+      if (chinese && /^[a-z]$/i.test(word)) { return; }  // "p 值": the index holds no one-letter word
+
       if (CJK.test(word) && Search._index && !indexed(word.toLowerCase())) { out.push.apply(out, pieces(word)); }
       else { out.push(word); }
     });
@@ -103,7 +106,7 @@
   var toText = Search.htmlToText;
   Search.htmlToText = function (htmlString, anchor) {
     var page = new DOMParser().parseFromString(htmlString, "text/html");
-    page.querySelectorAll(".cell_input, div.highlight, pre, #jb-print-toc, .rf-playground, .rf-quiz, .rf-source, " +
+    page.querySelectorAll(".cell_input, div.highlight, pre, #jb-print-toc, .rf-playground, .rf-quiz, .rf-source, .rf-run, " +
                           "nav, .toctree-wrapper, button, select, input, summary, .bd-header-article, " +
                           ".header-article-items, .onlyprint, mjx-assistive-mml").forEach(function (el) { el.remove(); });
     page.querySelectorAll(".math").forEach(function (el) {  // math as plain symbols: 13-q, not \(13-q\)

@@ -41,8 +41,12 @@
     var big = document.createElement("img");
     big.src = img.currentSrc || img.src;
     big.alt = img.alt;
-    // the file holds twice the pixels it is drawn at (revformer.i18n): full size is half its pixels, in CSS px
-    if (img.naturalWidth) { big.style.width = Math.round(img.naturalWidth / 2) + "px"; }
+    // the file holds twice the pixels it is drawn at (revformer.i18n): at least its drawn size (half its pixels, in
+    // CSS px, scrolled on a phone), and on a wide screen as wide as the screen allows, up to one CSS px a pixel
+    if (img.naturalWidth) {
+      var width = Math.min(img.naturalWidth, Math.max(img.naturalWidth / 2, window.innerWidth - 48));
+      big.style.width = Math.round(width) + "px";
+    }
     pane.appendChild(big);
     box.appendChild(button);
     box.appendChild(pane);
