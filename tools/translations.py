@@ -87,17 +87,22 @@ def write_po(path: Path, po) -> None:
     _write_text(path, po.__unicode__() + "\n" if not po.__unicode__().endswith("\n") else po.__unicode__())
 
 
-WHEN = "when: "  # the msgctxt of a template's variant for some values of its fields (revformer.i18n.variant)
+def is_variant(entry) -> bool:
+    """Whether an entry is a template's variant for some values of its fields (msgctxt "when: shared=0",
+    revformer.i18n.WHEN)."""
+    from revformer.i18n import WHEN
+
+    return bool(entry.msgctxt) and entry.msgctxt.startswith(WHEN)
 
 
 def markdown_entries(po) -> dict:
     """A page catalogue's entries of markdown cells and blocks, by key (their ``msgctxt``)."""
-    return {e.msgctxt: e for e in po if e.msgctxt and not e.obsolete and not e.msgctxt.startswith(WHEN)}
+    return {e.msgctxt: e for e in po if e.msgctxt and not e.obsolete and not is_variant(e)}
 
 
 def variant_entries(po) -> list:
     """A catalogue's variants of templates: the translation for some values of the fields ("when: shared=0")."""
-    return [e for e in po if e.msgctxt and e.msgctxt.startswith(WHEN) and not e.obsolete]
+    return [e for e in po if is_variant(e) and not e.obsolete]
 
 
 def variant_problems(entry, templates_in_use) -> list[str]:
@@ -310,7 +315,7 @@ def update(only=None) -> int:
         for text, cells in used.items():
             added += _merge(po, None, text, f"{CODE}: say() in cell {', '.join(dict.fromkeys(cells))}")
         for entry in po:
-            variant = bool(entry.msgctxt) and entry.msgctxt.startswith(WHEN)
+            variant = is_variant(entry)
             gone = (entry.msgctxt and not variant and entry.msgctxt not in keys) or (
                 not entry.msgctxt and entry.comment.startswith(CODE) and entry.msgid not in used) or (
                 variant and entry.msgid not in used)
@@ -481,7 +486,7 @@ def problems(paths=None) -> list[str]:
         in_package = package_templates()
         for path in sorted(PACKAGE_CATALOGUE.parent.glob("*.po")):
             for entry in read_po(path):
-                if entry.msgctxt and entry.msgctxt.startswith(WHEN) and not entry.obsolete:
+                if is_variant(entry) and not entry.obsolete:
                     found += [f"{path.relative_to(ROOT)} {entry.msgctxt} {entry.msgid[:50]!r}: {p}"
                               for p in variant_problems(entry, in_package)]
                 if entry.obsolete or entry.msgctxt:

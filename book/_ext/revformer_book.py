@@ -385,23 +385,33 @@ def search_scorer(app, config):
 
 
 def search_skips_code(app, config):
-    """The search index holds a page's prose, not its code cells: "logit lens" found every page with ``len(`` (the
-    English stemmer makes lens len), and a snippet could only be cut from prose anyway (scorer.js). Sphinx 7.4's
-    WordCollector has no way to skip a node by its class (Sphinx 8 reads "no-search"), so its visit is wrapped."""
+    """The search index holds a page's prose, not its code: "logit lens" found every page with ``len(`` (the
+    English stemmer makes lens len), and a snippet could only be cut from prose anyway (scorer.js). Sphinx 7.4
+    has no way to leave a node out of the index (Sphinx 8 reads the class "no-search"), so the collector of a
+    page's words gets a copy of the page without its code cells and code blocks."""
     from docutils import nodes
-    from sphinx.search import WordCollector
+    from sphinx.search import IndexBuilder
 
-    visit = WordCollector.dispatch_visit
-    if getattr(visit, "skips_code", False):
+    collect = IndexBuilder._word_collector
+    if getattr(collect, "skips_code", False):
         return
 
-    def dispatch_visit(self, node):
-        if isinstance(node, nodes.Element) and "cell_input" in node.get("classes", ()):
-            raise nodes.SkipNode
-        return visit(self, node)
+    def code(node) -> bool:
+        return isinstance(node, nodes.literal_block) or (
+            isinstance(node, nodes.Element) and "cell_input" in node.get("classes", ()))
 
-    dispatch_visit.skips_code = True
-    WordCollector.dispatch_visit = dispatch_visit
+    def _word_collector(self, doctree):
+        prose = doctree.deepcopy()
+        for node in list(prose.findall(code)):
+            if node.parent is not None:
+                node.parent.remove(node)
+        return collect(self, prose)
+
+    _word_collector.skips_code = True
+    IndexBuilder._word_collector = _word_collector
+
+
+LETTER_WORD = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z]) ?([\u4e00-\u9fff]{1,2})")
 
 
 def chinese_search_keeps_characters(app, config):
@@ -425,7 +435,9 @@ def chinese_search_keeps_characters(app, config):
             joined += [a + b for a, b in zip(words, words[1:])
                        if len(a) == len(b) == 2 and han.fullmatch(a) and han.fullmatch(b)]
             starts = [w[:n] for w in words if len(w) >= 5 and han.fullmatch(w) for n in range(4, len(w))]
-            return words + joined + starts
+            # a letter and the Chinese word after it (p 值, t 分布): the index keeps no one-letter word
+            lettered = [a.lower() + b[:n] for a, b in LETTER_WORD.findall(input) for n in {1, len(b)}]
+            return words + joined + starts + lettered
 
         def word_filter(self, stemmed_word: str) -> bool:
             return len(stemmed_word) > 1 or bool(han.fullmatch(stemmed_word))

@@ -37,10 +37,15 @@
   splitQuery = function (text) {
     var out = [];
     text = text.replace(/掩码/g, " mask ");  // the article's other word for mask, which the chapters write as mask
-    var chinese = CJK.test(text);
-    split(text).forEach(function (word) {
-      if (chinese && /^[a-z]$/i.test(word)) { return; }  // "p 值": the index holds no one-letter word
-
+    var chinese = CJK.test(text), words = split(text);
+    // "p 值": a letter and the Chinese word after it are one indexed word (p值), as book/_ext indexes them
+    words = words.reduce(function (out, word, i) {
+      if (chinese && /^[a-z]$/i.test(word) && CJK.test(words[i + 1] || "")) {
+        words[i + 1] = word.toLowerCase() + words[i + 1];
+      } else if (!(chinese && /^[a-z]$/i.test(word))) { out.push(word); }
+      return out;
+    }, []);
+    words.forEach(function (word) {
       if (CJK.test(word) && Search._index && !indexed(word.toLowerCase())) { out.push.apply(out, pieces(word)); }
       else { out.push(word); }
     });

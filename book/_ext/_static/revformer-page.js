@@ -48,6 +48,12 @@
       big.style.width = Math.round(width) + "px";
     }
     pane.appendChild(big);
+    var caption = link.closest("figure") && link.closest("figure").querySelector("figcaption");
+    if (caption) {  // the figure's caption under it, without the phone's tap hint
+      var words = document.createElement("p");
+      words.textContent = caption.textContent.replace(WORDS.hint, "").trim();
+      pane.appendChild(words);
+    }
     box.appendChild(button);
     box.appendChild(pane);
     box.addEventListener("click", function (event) {
