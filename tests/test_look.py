@@ -330,6 +330,8 @@ def test_a_figure_opens_at_full_size(browser, site, edition, width):
             assert big["width"] >= 1.5 * shown, (big, shown)  # larger than in the column
         if width < 768:
             assert big["width"] >= 1.8 * shown, (big, shown)
+        words = dialog.locator("p").inner_text()  # the caption, without the permalink's "#" or the tap hint
+        assert words.startswith(("Figure 10.1.", "图 10.1")) and "#" not in words and "Tap" not in words, words
         tab.keyboard.press("Escape")
         assert dialog.count() == 0
         assert tab.evaluate("() => document.activeElement.classList.contains('rf-zoomable')")

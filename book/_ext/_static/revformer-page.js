@@ -49,9 +49,11 @@
     }
     pane.appendChild(big);
     var caption = link.closest("figure") && link.closest("figure").querySelector("figcaption");
-    if (caption) {  // the figure's caption under it, without the phone's tap hint
+    if (caption) {  // the figure's caption under it, without the phone's tap hint and the permalink's "#"
+      var copy = caption.cloneNode(true);
+      copy.querySelectorAll(".rf-zoom-hint, a.headerlink").forEach(function (el) { el.remove(); });
       var words = document.createElement("p");
-      words.textContent = caption.textContent.replace(WORDS.hint, "").trim();
+      words.textContent = copy.textContent.trim();
       pane.appendChild(words);
     }
     box.appendChild(button);
