@@ -58,6 +58,7 @@ colour, which keeps its contrast in both modes.
 
 
 import base64
+import functools
 import hashlib
 import html
 import json
@@ -405,10 +406,44 @@ def search_skips_code(app, config):
         for node in list(prose.findall(code)):
             if node.parent is not None:
                 node.parent.remove(node)
-        return collect(self, prose)
+        store = collect(self, prose)
+        app = getattr(self.env, "app", None)
+        terms = [term for term in all_homes(app) if PHRASE.fullmatch(term)] if app is not None else []
+        store.words.extend(phrase_keys(prose.astext(), terms))
+        store.title_words.extend(key for title, _ in store.titles for key in phrase_keys(title, terms))
+        return store
 
     _word_collector.skips_code = True
     IndexBuilder._word_collector = _word_collector
+
+
+# A glossary term of two or three Latin words (logit lens, kv cache, sign-flip test)
+PHRASE = re.compile(r"[a-z0-9]+(?:[ -][a-z0-9]+){1,2}")
+# a hyphened word of the prose (Pre-LN, Post-LN, decoder-only), two or three parts
+HYPHENED = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+){1,2}(?![A-Za-z0-9_-])")
+
+
+@functools.cache
+def _phrase_pattern(term: str) -> re.Pattern:
+    words = re.split(r"[ -]", term)
+    return re.compile(r"(?<![a-z0-9])" + r"[\s\-]+".join(map(re.escape, words)) + r"(?:e?s)?(?![a-z0-9])")
+
+
+def phrase_key(words) -> str:
+    """One index word for a phrase: logit lens is ``logit_lens_`` (no stemmer, Python's or the page's, changes a
+    word that ends in an underscore, and the search's query splitter keeps underscores)."""
+    return "_".join(word.lower() for word in words) + "_"
+
+
+def phrase_keys(text: str, terms) -> list[str]:
+    """The phrases ``text`` holds, as index words: every hyphened word and every one of ``terms`` (spaces or
+    hyphens between the words, a plural ending allowed). The search joins a query's words the same way
+    (_search/scorer.js), so logit lens finds the pages that say logit lens, not every page with lens or len
+    (PROMPT_LEN: the stemmer makes lens len) and Pre-LN the pages that say Pre-LN, not every word with pre."""
+    keys = {phrase_key(match.group(0).split("-")) for match in HYPHENED.finditer(text)}
+    low = text.lower()
+    keys.update(phrase_key(re.split(r"[ -]", term)) for term in terms if _phrase_pattern(term).search(low))
+    return sorted(keys)
 
 
 LETTER_WORD = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z]) ?([\u4e00-\u9fff]{1,2})")

@@ -2,7 +2,7 @@
 // 1. A term's home chapter and its glossary entry come first: REVFORMER_HOMES (revformer-homes.js, written by
 //    book/_ext/revformer_book.py from the glossary's "Taught in" links) maps a term to the page that teaches it.
 // 2. Snippets are prose: code cells, outputs' listings, the printed table of contents and the explorers' and
-//    quizzes' controls are left out of the text a snippet is cut from; a snippet cut mid-sentence ends in "…".
+//    quizzes' options are left out of the text a snippet is cut from; a snippet cut mid-sentence ends in "…".
 // 3. A glossary term found as a term is not listed a second time as the glossary page.
 // 4. Chinese queries: a word the index does not hold as a whole (训练集, which jieba indexed as 训练 and 集) is
 //    looked up as its longest indexed pieces, all of which a page must hold.
@@ -33,11 +33,25 @@
     }
     return out;
   }
+  // 7. Phrases: two or three words of a query that the index holds as one phrase (logit lens as logit_lens_,
+  //    Pre-LN as pre_ln_, written by book/_ext/revformer_book.py's phrase_keys) are looked up as that phrase,
+  //    not as words that each match far more (lens stems to len, in PROMPT_LEN; pre is part of every "predict").
+  function phrases(words) {
+    var out = [], i = 0, n, key;
+    while (i < words.length) {
+      for (n = Math.min(3, words.length - i); n > 1; n--) {
+        key = words.slice(i, i + n).join("_").toLowerCase() + "_";
+        if (indexed(key)) { break; }
+      }
+      if (n > 1) { out.push(key); i += n; } else { out.push(words[i]); i += 1; }
+    }
+    return out;
+  }
   var split = splitQuery;
   splitQuery = function (text) {
     var out = [];
     text = text.replace(/掩码/g, " mask ");  // the article's other word for mask, which the chapters write as mask
-    var chinese = CJK.test(text), words = split(text);
+    var chinese = CJK.test(text), words = phrases(split(text));
     // "p 值": a letter and the Chinese word after it are one indexed word (p值), as book/_ext indexes them
     words = words.reduce(function (out, word, i) {
       if (chinese && /^[a-z]$/i.test(word) && CJK.test(words[i + 1] || "")) {
@@ -88,9 +102,27 @@
       Search.output.parentNode.insertBefore(note, Search.output);
     }
   };
+  // A snippet is cut around the words as the page writes them: a phrase (logit_lens_ is "logit lens" or
+  // "logit-lens") and a letter with its Chinese word (p值 is "p 值"), which Sphinx looks for only as keyed.
+  function escaped(text) { return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }
+  function written(keyword) {
+    var letter = /^([a-z])([\u3400-\u9fff].*)$/.exec(keyword);
+    if (/^[a-z0-9_]+_$/.test(keyword)) {
+      return new RegExp(keyword.slice(0, -1).split("_").map(escaped).join("[\\s\\-]+"), "i");
+    }
+    return letter ? new RegExp(escaped(letter[1]) + "\\s?" + escaped(letter[2]), "i") : null;
+  }
   var summarise = Search.makeSearchSummary;
   Search.makeSearchSummary = function (htmlText, keywords, anchor) {
-    var summary = summarise(htmlText, keywords, anchor);
+    var text = null, found = [], plain = [];
+    Array.from(keywords).forEach(function (keyword) {
+      var pattern = written(keyword), match;
+      if (!pattern) { plain.push(keyword); return; }
+      text = text === null ? Search.htmlToText(htmlText, anchor) : text;
+      match = pattern.exec(text);
+      if (match) { found.push(match[0]); }
+    });
+    var summary = summarise(htmlText, plain.concat(found), anchor);
     if (summary && !/[.。!！?？:：;；)）…]$/.test(summary.textContent)) { summary.textContent += "…"; }
     return summary;
   };
@@ -111,7 +143,9 @@
   var toText = Search.htmlToText;
   Search.htmlToText = function (htmlString, anchor) {
     var page = new DOMParser().parseFromString(htmlString, "text/html");
-    page.querySelectorAll(".cell_input, div.highlight, pre, #jb-print-toc, .rf-playground, .rf-quiz, .rf-source, .rf-run, " +
+    // a quiz's question is prose; its options, feedback and data are not
+    page.querySelectorAll(".cell_input, div.highlight, pre, #jb-print-toc, .rf-playground, .rf-quiz [role=radiogroup], " +
+                          ".rf-quiz-feedback, script, style, .rf-source, .rf-run, " +
                           "nav, .toctree-wrapper, button, select, input, summary, .bd-header-article, " +
                           ".header-article-items, .onlyprint, mjx-assistive-mml").forEach(function (el) { el.remove(); });
     page.querySelectorAll(".math").forEach(function (el) {  // math as plain symbols: 13-q, not \(13-q\)
