@@ -77,6 +77,11 @@ def fixed_batch(full):
     return inputs.view(3, 14), labels.view(3, 14)
 
 
+def not_contiguous(full):  # the teacher's review: passed, although the task asks for contiguous inputs
+    inputs, labels = split_inputs_labels(full)
+    return full[:, :-1].long(), labels
+
+
 def one_tensor(full):
     return full[:, :-1]
 
@@ -110,6 +115,7 @@ def test_right_answers_pass(fn, capsys):
     (swapped, "inputs and labels are swapped"),
     (uncut, "the 15 tokens were not cut"),
     (floats, "the tensors hold floats"),
+    (not_contiguous, "inputs.is_contiguous() is False"),
     (one_tensor, "return two tensors"),
     (no_return, "is the `return` missing?"),
 ])

@@ -113,8 +113,9 @@ MISTAKES = [
     (_step(("zero", "loss", "backward", "step", "clip")), "clip_grad_norm_ ran after step()"),
     (_step(("zero", "loss", "backward", "step")), "the update used the unclipped gradient"),
     (_step(("zero", "loss", "clip", "backward", "step")), "the update used the unclipped gradient"),
-    (_step(("zero", "loss", "backward", "clip")), "no weight moved"),
-    (_step(("zero", "loss", "backward", "zero", "clip", "step")), "no weight moved"),
+    # the teacher's review: these two were told "step() ran before backward()", which neither did
+    (_step(("zero", "loss", "backward", "clip")), "optimizer.step() is never called"),
+    (_step(("zero", "loss", "backward", "zero", "clip", "step")), "zero_grad() ran between backward() and step()"),
     (_step(RIGHT, softmax_loss), "a softmax ran before the cross-entropy"),
     (_step(RIGHT, mean_over_14), "divided by B x 14"),
     (_step(RIGHT, labels_from_inputs), "the loss counts the prompt positions 0-6 too"),

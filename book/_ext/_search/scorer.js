@@ -148,6 +148,10 @@
                           ".rf-quiz-feedback, script, style, .rf-source, .rf-run, " +
                           "nav, .toctree-wrapper, button, select, input, summary, .bd-header-article, " +
                           ".header-article-items, .onlyprint, mjx-assistive-mml").forEach(function (el) { el.remove(); });
+    // a block's text ends in a space: a term and its definition are not run together ("logit lensReading")
+    page.querySelectorAll("dt, dd, p, li, h1, h2, h3, h4, h5, h6, th, td, caption, figcaption").forEach(function (el) {
+      el.append(" ");
+    });
     page.querySelectorAll(".math").forEach(function (el) {  // math as plain symbols: 13-q, not \(13-q\)
       el.textContent = plain(el.textContent);
     });

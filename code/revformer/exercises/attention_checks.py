@@ -36,10 +36,13 @@ _COPIES = {
     "softmax over the queries, layer 1 only": Message("softmax over the queries, layer 1 only"),
     "mask applied after the softmax": Message("mask applied after the softmax"),
     "diagonal masked, triu(diagonal=0)": Message("diagonal masked, triu(diagonal=0)"),
+    "weights rounded to bfloat16": Message("weights rounded to bfloat16"),
     "without a mask": Message("without a mask"),
     "with layer 1 unmasked": Message("with layer 1 unmasked"),
     "whose mask is shifted by one, triu(diagonal=2)": Message("whose mask is shifted by one, triu(diagonal=2)"),
     "that masks after the softmax": Message("that masks after the softmax"),
+    "whose mask lets query 7 read key 8": Message("whose mask lets query 7 read key 8"),
+    "whose query 7 gives key 8 a weight of 2e-4": Message("whose query 7 gives key 8 a weight of 2e-4"),
 }
 
 _NEG = float("-inf")
@@ -72,6 +75,33 @@ def _masked_from(diagonal: int):
         weights = torch.softmax(_scores(q, k).masked_fill(blocked, _NEG), dim=-1)
         return weights @ v, weights
     return attention
+
+
+def _rounded(q, k, v):
+    """Right weights rounded to bfloat16: each row sums to 1 only within a few 1e-3."""
+    t = q.size(-2)
+    weights = torch.softmax(_scores(q, k).masked_fill(causal_mask(t, q.device), _NEG), dim=-1)
+    weights = weights.to(torch.bfloat16).float()
+    return weights @ v, weights
+
+
+def _seven_reads_eight(q, k, v):
+    """The causal mask with one hole: query 7 (<SEP>) may read key 8, the first answer digit."""
+    t = q.size(-2)
+    blocked = causal_mask(t, q.device).clone()
+    blocked[7, 8] = False
+    weights = torch.softmax(_scores(q, k).masked_fill(blocked, _NEG), dim=-1)
+    return weights @ v, weights
+
+
+def _small_leak(q, k, v, weight: float = 2e-4):
+    """Right weights but for one small leak: query 7 gives key 8 ``weight``. Its prefix logits move
+    by about 1e-4 at one position, and by a few 1e-6 on average: a leak a mean does not see."""
+    t = q.size(-2)
+    weights = torch.softmax(_scores(q, k).masked_fill(causal_mask(t, q.device), _NEG), dim=-1).clone()
+    weights[..., 7, :] *= 1 - weight
+    weights[..., 7, 8] = weight
+    return weights @ v, weights
 
 
 def _no_mask(q, k, v):
@@ -141,11 +171,19 @@ def _min_row_sum(model, ids) -> float:
     return min(float(w.sum(-1).min()) for w in weights)
 
 
-def _leak_size(model, ids) -> float:
+def _leak_size(model, ids, mean: bool = False) -> float:
+    """How far the prefix logits move when the future changes: the largest change, or the mean."""
     with torch.no_grad():
         a, _ = model(ids)
         b, _ = model(change_future_answers(ids))
-    return float((a[:, :PROMPT_LEN] - b[:, :PROMPT_LEN]).abs().max())
+    change = (a[:, :PROMPT_LEN] - b[:, :PROMPT_LEN]).abs()
+    return float(change.mean() if mean else change.max())
+
+
+def _row_error(model, ids) -> float:
+    with torch.no_grad():
+        _, weights = model(ids)
+    return max(float((w.sum(-1) - 1).abs().max()) for w in weights)
 
 
 def _base(model):
@@ -158,9 +196,10 @@ def check_rows_ok(fn, model=None) -> bool:
     """Check the reader's row-sum check ``fn(model, ids) -> bool``.
 
     It must pass the package's model (``model``, default an untrained one)
-    and fail three broken copies: softmax over the queries, the mask applied
-    after the softmax, the diagonal masked (NaN), and a copy broken in layer 1
-    only. Prints what a check that gets one wrong missed; never raises.
+    and fail the broken copies: softmax over the queries, the mask applied
+    after the softmax, the diagonal masked (NaN), a copy broken in layer 1
+    only, and weights rounded to bfloat16 (rows off by about 2e-3, which a
+    loose tolerance lets through). Prints what a check that gets one wrong missed; never raises.
     Returns True when every case passes.
     """
 
@@ -171,6 +210,7 @@ def check_rows_ok(fn, model=None) -> bool:
             "softmax over the queries, layer 1 only": broken_copy(base, _softmax_over_queries, layers=[1]),
             "mask applied after the softmax": broken_copy(base, _mask_after_softmax),
             "diagonal masked, triu(diagonal=0)": broken_copy(base, _masked_from(0)),
+            "weights rounded to bfloat16": broken_copy(base, _rounded),
         }
         package, _ = _verdict(checker, fn, base, ids)
         if package is None:
@@ -201,6 +241,10 @@ def check_rows_ok(fn, model=None) -> bool:
             elif name.endswith("layer 1 only"):
                 why = Message("layer 0 is right and layer 1 is not: the model returns one [B,H,T,T] per layer; "
                               "check every layer, not weights[0]")
+            elif name == "weights rounded to bfloat16":
+                why = Message("its rows sum to 1 only within {error:.1e}, and float32 rounding moves a row "
+                              "sum by a few 1e-7: your tolerance is too loose; use 1e-5 or less",
+                              error=_row_error(copies[name], ids))
             elif name.startswith("mask applied"):
                 low = _min_row_sum(copies[name], ids)
                 why = Message("its future weights are 0 but rows sum to as little as {low:.2f}: check the sum "
@@ -223,7 +267,10 @@ def check_no_leak(fn, model=None) -> bool:
     It must pass the package's model (``model``, default an untrained one)
     and fail broken copies that let the future in: no mask, layer 1
     unmasked, the mask shifted by one (``triu(diagonal=2)``, query i reads
-    i+1) and the mask applied after the softmax. Prints what a check that
+    i+1), the mask applied after the softmax, a mask that lets query 7 read
+    key 8 (only position 7 moves) and one whose query 7 gives key 8 a weight of
+    2e-4 (a leak of about 1e-4 at one position, which a mean or a loose
+    tolerance lets through). Prints what a check that
     gets one wrong missed; never raises. Returns True when every case passes.
     """
 
@@ -234,6 +281,8 @@ def check_no_leak(fn, model=None) -> bool:
             "with layer 1 unmasked": broken_copy(base, _no_mask, layers=[1]),
             "whose mask is shifted by one, triu(diagonal=2)": broken_copy(base, _masked_from(2)),
             "that masks after the softmax": broken_copy(base, _mask_after_softmax),
+            "whose mask lets query 7 read key 8": broken_copy(base, _seven_reads_eight),
+            "whose query 7 gives key 8 a weight of 2e-4": broken_copy(base, _small_leak),
         }
         package, seen = _verdict(checker, fn, base, ids)
         if package is None:
@@ -279,13 +328,24 @@ def check_no_leak(fn, model=None) -> bool:
             size = _leak_size(copies[name], ids)
             loose = Message("its prefix logits move by {size:.2g}: the right value is exactly 0 on a CPU, "
                             "so a tolerance must be 1e-5 or less", size=size)
-            if name.startswith("whose mask"):
+            seven = Message("only position 7 moves, by {size:.2g}: compare all eight prefix positions "
+                            "0-7, logits[:, :8] (position 7, <SEP>, predicts the first answer digit and "
+                            "must not read it)", size=size)
+            if name.startswith("whose mask is shifted"):
                 why = Message("only positions 6 and 7 move, since query i reads i+1: compare all eight prefix "
                               "positions, logits[:, :8]")
                 smaller = _leak_size(copies["with layer 1 unmasked"], ids)
                 if verdicts["with layer 1 unmasked"] or smaller >= size:
                     why = Message("only positions 6 and 7 move, since query i reads i+1: compare all eight "
                                   "prefix positions, logits[:, :8]; or, if you did, {loose}", loose=loose)
+            elif name == "whose mask lets query 7 read key 8" or (
+                    name.startswith("whose query 7 gives") and verdicts["whose mask lets query 7 read key 8"]):
+                why = seven   # the same positions missed, the small leak as the large one
+            elif name.startswith("whose query 7 gives"):
+                why = Message("its prefix logits move by up to {size:.1e} but by {mean:.1e} on average: "
+                              "compare the largest change, (a - b).abs().max(), not the mean; or, if you "
+                              "did, {loose}", size=size, mean=_leak_size(copies[name], ids, mean=True),
+                              loose=loose)
             elif name.startswith("that masks"):
                 why = Message("its future weights are exactly 0, yet the future reaches the past through the "
                               "softmax's denominator: if you checked the weights, compare the prefix logits "

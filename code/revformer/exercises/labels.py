@@ -6,8 +6,8 @@ tokens, the labels the last 14, and the labels of the prompt positions 0-6
 are -100. ``check_split_inputs_labels`` compares it with the package's
 ``split_inputs_labels`` and names the usual mistake: labels not shifted,
 prompt labels not ignored, one position too many or too few ignored, a
-wrong fill value, inputs cut at the wrong end, the caller's tensor changed
-in place.
+wrong fill value, inputs cut at the wrong end or left a view with gaps
+(not contiguous), the caller's tensor changed in place.
 """
 from __future__ import annotations
 
@@ -118,6 +118,11 @@ def _check_case(checker: Checker, fn, size, seed) -> bool:
                 "full[:, :-1], so <BOS> at position 0 is read and <EOS> at position 14 is not", where=where))
         return expect(checker, False, "", Message(
             "{where}: your inputs are not the first 14 tokens of each sample, full[:, :-1]", where=where))
+    if torch.equal(got_labels, labels) and not got_inputs.is_contiguous():
+        return expect(checker, False, "", Message(
+            "{where}: your inputs hold the right tokens, but as a view with a gap at the end of every "
+            "row (full[:, :-1] skips each row's last token, so inputs.is_contiguous() is False): "
+            "view() cannot reshape such a tensor later. Call .contiguous() on it", where=where))
     if torch.equal(got_labels, labels):
         return expect(checker, True, Message(
             "{where} -> inputs and labels [{size}, 14]; labels shifted by one, -100 at positions "

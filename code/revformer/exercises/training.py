@@ -18,7 +18,8 @@ same settings, in three cases:
    weights.
 
 A wrong step is named by the usual mistake it reproduces (no ``zero_grad``,
-``step()`` before ``backward()``, clipping after the step or not at all, a
+``step()`` before ``backward()``, never called, or after a ``zero_grad()`` that
+emptied the gradients, clipping after the step or not at all, a
 softmax before the loss, the prompt positions in the loss), found by running
 each mistake on its own copy and comparing.
 """
@@ -145,6 +146,39 @@ def _from_8(model, x, y):
 _STEP_BEFORE = Message("no weight moved: step() ran before backward(), so Adam found no gradient to "
                         "use (zero_grad(set_to_none=True) had left every .grad empty). The order is "
                         "zero_grad, forward, loss, backward, clip, step")
+_NO_STEP = Message("no weight moved: optimizer.step() is never called, so the gradients backward() "
+                   "wrote were never applied. The order is zero_grad, forward, loss, backward, clip, "
+                   "step")
+_ZERO_BETWEEN = Message("no weight moved: zero_grad() ran between backward() and step() and emptied the "
+                        "gradients backward() had just written, so step() found none. Call zero_grad() "
+                        "first, before the forward pass")
+
+
+def _spy(model, optimizer, calls: list) -> None:
+    """Record in ``calls``, in order, each zero_grad() (the optimizer's or the model's), each
+    step() and each backward() (a gradient arriving in the output layer's weight)."""
+    for owner in (optimizer, model):
+        plain = owner.zero_grad
+
+        def zero_grad(*args, _plain=plain, **kwargs):
+            calls.append("zero_grad")
+            return _plain(*args, **kwargs)
+        object.__setattr__(owner, "zero_grad", zero_grad)
+    optimizer.register_step_pre_hook(lambda *_: calls.append("step"))
+    model.lm_head.weight.register_post_accumulate_grad_hook(lambda _: calls.append("backward"))
+
+
+def _no_update(calls: list) -> Message:
+    """Why a step moved no weight, from the order of its calls."""
+    if "step" not in calls:
+        return _NO_STEP
+    step = calls.index("step")
+    backward = [i for i, call in enumerate(calls[:step]) if call == "backward"]
+    if backward and "zero_grad" in calls[backward[-1]:step]:
+        return _ZERO_BETWEEN
+    return _STEP_BEFORE
+
+
 _UNCLIPPED = Message("the update used the unclipped gradient: clip_grad_norm_ is missing, or it "
                       "ran before backward() had written the gradients. Clip after backward() and "
                       "before step()")
@@ -228,11 +262,14 @@ def _as_number(checker: Checker, got, where: str):
 
 
 def _run_reader(checker: Checker, fn, model, make_opt, batches, where: str):
-    """The reader's trajectory, as ``_trajectory``; None once something is recorded as wrong."""
+    """The reader's trajectory, as ``_trajectory``, and the calls of each step (``_spy``); None once
+    something is recorded as wrong."""
     model = copy.deepcopy(model)
     optimizer = make_opt(model)
-    record = []
+    record, calls = [], []
+    _spy(model, optimizer, calls)
     for x, y in batches:
+        calls.append("start")
         try:
             got = checker.call(fn, model, optimizer, x.clone(), y.clone())
         except Unfinished:
@@ -245,14 +282,18 @@ def _run_reader(checker: Checker, fn, model, make_opt, batches, where: str):
         if loss is None:
             return None
         record.append((loss, _params(model)))
-    return record, _grads(model)
+    steps = "/".join(calls).split("start")[1:]  # the calls of each step
+    return record, _grads(model), [[c for c in step.split("/") if c] for step in steps]
 
 
-def _diagnose(checker: Checker, fn_record, model, make_opt, batches, where: str, reference) -> None:
+def _diagnose(checker: Checker, fn_record, model, make_opt, batches, where: str, reference,
+              calls) -> None:
     """Name the usual mistake the reader's step reproduces, or describe the symptom."""
     for mistake, meaning in _MISTAKES:
         other = _trajectory(mistake, model, make_opt, batches)
         if _matches(fn_record, other):
+            if meaning is _STEP_BEFORE:  # no weight moved: the order of the calls says why
+                meaning = _no_update(calls[0])
             if mistake is _no_clip and _same_grads(fn_record[1], reference[1]):
                 continue  # the weights of a missing clip, the gradients of a late one
             if mistake is _clip_after_step and not _same_grads(fn_record[1], other[1]):
@@ -269,9 +310,8 @@ def _diagnose(checker: Checker, fn_record, model, make_opt, batches, where: str,
                 "over the labelled positions 7-13", where=where, number=number, a=a, b=b))
             return
         if _close(p, start, dict(rtol=0.0, atol=0.0)):
-            expect(checker, False, "", Message("{where}, step {number}: the loss is right but no weight "
-                                               "moved: is optimizer.step() missing, or does it run "
-                                               "before backward()?", where=where, number=number))
+            expect(checker, False, "", Message("{where}, step {number}: {problem}", where=where,
+                                               number=number, problem=_no_update(calls[number - 1])))
             return
         if not _close(p, q, _WEIGHT_TOL):
             gap = max((u - v).abs().max().item() for u, v in zip(p, q))
@@ -290,9 +330,9 @@ def _check_optimizer_case(checker: Checker, fn, model, make_opt, batches, where,
     got = _run_reader(checker, fn, model, make_opt, batches, where)
     if got is None:
         return False
-    if _matches(got, reference):
+    if _matches(got[:2], reference):
         return expect(checker, True, good, "")
-    _diagnose(checker, got, model, make_opt, batches, where, reference)
+    _diagnose(checker, got[:2], model, make_opt, batches, where, reference, got[2])
     return False
 
 
