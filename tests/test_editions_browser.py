@@ -76,6 +76,8 @@ def test_chinese_search_finds_the_books_terms(browser, site, word):
     # glossary alone, and the glossary had no entry of its own for 局部图, 残差流, 置零 or 填充
     ("zh_CN", "注意力", "04_one_head"), ("zh_CN", "因果掩码", "05_causal_mask"), ("zh_CN", "局部图", "10_heatmaps"),
     ("zh_CN", "残差流", "07_block_and_model"), ("zh_CN", "置零", "10_heatmaps"), ("zh_CN", "填充", "21_lengths"),
+    # the ninth: the usual Chinese words the book does not write (嵌入, 层归一化, 词元) found nothing, or 24 pages
+    ("zh_CN", "嵌入", "03_embeddings"), ("zh_CN", "层归一化", "07_block_and_model"), ("zh_CN", "词元", "01_task"),
 ])
 def test_search_puts_a_terms_home_and_its_glossary_entry_first(browser, site, edition, word, home):
     """The review found the chapter that teaches a term tenth in the Chinese results, after every page that
@@ -202,6 +204,8 @@ def _phrase(query: str) -> re.Pattern:
 @pytest.mark.parametrize("edition, query", [
     ("zh_CN", "logit lens"), ("zh_CN", "Pre-LN"), ("zh_CN", "Post-LN"), ("zh_CN", "KV cache"),
     ("en", "logit lens"), ("en", "Pre-LN"), ("en", "KV cache"),
+    # the ninth Chinese review: EOS found 1 page of 17 (the index kept eos whole, the query stemmed it to eo)
+    ("zh_CN", "EOS"), ("zh_CN", "BOS"),
 ])
 def test_a_phrase_finds_the_pages_that_say_it(browser, site, edition, query):
     """The eighth Chinese review: Pre-LN found 14 pages, 6 of which say it (pre matched pre-hook, predict, ...;

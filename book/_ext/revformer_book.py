@@ -199,7 +199,8 @@ CHROME_ZH = {"Toggle primary sidebar": "切换主侧栏", "Toggle secondary side
              "Launch interactive content": "打开交互式内容", "Launch on Binder": "在 Binder 中打开",
              "Launch on Colab": "在 Colab 中打开", "Binder logo": "Binder 标志", "Colab logo": "Colab 标志",
              "Color mode": "颜色模式", "System Settings": "跟随系统", "Light": "浅色", "Dark": "深色",
-             "Link to this heading": "链接到此标题", "列印成 PDF": "打印为 PDF", "Download this page": "下载本页",
+             "Link to this heading": "链接到此标题", "Link to this image": "链接到此图片",
+             "Link to this term": "链接到此术语", "列印成 PDF": "打印为 PDF", "Download this page": "下载本页",
              "Download source file": "下载源文件", "Fullscreen mode": "全屏模式", "Table of contents": "目录",
              "Skip to main content": "跳到主要内容", "Back to top": "回到顶部"}
 

@@ -47,6 +47,20 @@
     }
     return out;
   }
+  // 8. A query word is stemmed as the index stemmed it: the Chinese index keeps a short Latin word whole where
+  //    its stem would be shorter than three letters (eos, bos: Sphinx's SearchChinese.stem), and the page's
+  //    Porter stemmer made the query eo and bo, which nothing matched.
+  if (typeof Stemmer === "function") {
+    var Porter = Stemmer;
+    Stemmer = function () {
+      var stemmer = new Porter(), stem = stemmer.stemWord;
+      stemmer.stemWord = function (word) {
+        var stemmed = stem.call(stemmer, word);
+        return !indexed(stemmed) && indexed(word) ? word : stemmed;
+      };
+      return stemmer;
+    };
+  }
   var split = splitQuery;
   splitQuery = function (text) {
     var out = [];
