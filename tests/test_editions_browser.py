@@ -78,6 +78,9 @@ def test_chinese_search_finds_the_books_terms(browser, site, word):
     ("zh_CN", "残差流", "07_block_and_model"), ("zh_CN", "置零", "10_heatmaps"), ("zh_CN", "填充", "21_lengths"),
     # the ninth: the usual Chinese words the book does not write (嵌入, 层归一化, 词元) found nothing, or 24 pages
     ("zh_CN", "嵌入", "03_embeddings"), ("zh_CN", "层归一化", "07_block_and_model"), ("zh_CN", "词元", "01_task"),
+    # the tenth: a term's own chapter first (KV cache listed chapter 20 fourth, 种子 chapter 14 first)
+    ("zh_CN", "KV cache", "20_kv_cache"), ("en", "KV cache", "20_kv_cache"), ("zh_CN", "种子", "16_seeds"),
+    ("zh_CN", "学习曲线", "17_learning_curves"),
 ])
 def test_search_puts_a_terms_home_and_its_glossary_entry_first(browser, site, edition, word, home):
     """The review found the chapter that teaches a term tenth in the Chinese results, after every page that
