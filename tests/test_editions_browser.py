@@ -239,3 +239,12 @@ def test_a_letter_and_its_word_are_shown_in_the_snippet(browser, site):
         tab.wait_for_timeout(1500)
         snippets = tab.locator("#search-results ul.search li p.context").all_text_contents()
         assert snippets and all(re.search(r"p\s?值", text) for text in snippets), snippets
+
+
+def test_a_word_looked_up_in_pieces_says_so(browser, site):
+    """随机化检验, a word the book never writes whole, listed 14 pages holding 随机化 and 检验 somewhere, without a
+    word (the tenth Chinese review): the results say how the word was read."""
+    with _searched(browser, site, "随机化检验") as (tab, results):
+        tab.wait_for_timeout(500)
+        note = tab.locator(".rf-search-note").inner_text()
+        assert "本书没有“随机化检验”这个词" in note and note.count("本书没有") == 1, note

@@ -74,7 +74,11 @@
       return out;
     }, []);
     words.forEach(function (word) {
-      if (CJK.test(word) && Search._index && !indexed(word.toLowerCase())) { out.push.apply(out, pieces(word)); }
+      if (CJK.test(word) && Search._index && !indexed(word.toLowerCase())) {
+        var parts = pieces(word);
+        if (parts.length > 1) { split.pieces = (split.pieces || []).concat([[word, parts]]); }
+        out.push.apply(out, parts);
+      }
       else { out.push(word); }
     });
     return out;
@@ -106,13 +110,21 @@
     });
   };
   // 6. A query that says 掩码 says how it was read, above the results.
+  //    A word the book never writes whole is looked up as its pieces, and the results say so.
   var ask = Search.query;
   Search.query = function (text) {
+    split.pieces = [];
     ask.apply(Search, arguments);
-    if (/掩码/.test(text) && Search.output && !document.querySelector(".rf-search-note")) {
+    var lines = [];
+    if (/掩码/.test(text)) { lines.push("“掩码”按 mask 检索：本书的正文写作 mask（见术语表“因果 mask”）。"); }
+    (split.pieces || []).forEach(function (found) {
+      if (lines.some(function (line) { return line.indexOf("“" + found[0] + "”") !== -1; })) { return; }
+      lines.push("本书没有“" + found[0] + "”这个词；下面是同时含有“" + found[1].join("”“") + "”的页面。");
+    });
+    if (lines.length && Search.output && !document.querySelector(".rf-search-note")) {
       var note = document.createElement("p");
       note.className = "rf-search-note";
-      note.textContent = "“掩码”按 mask 检索：本书的正文写作 mask（见术语表“因果 mask”）。";
+      note.textContent = lines.join(" ");
       Search.output.parentNode.insertBefore(note, Search.output);
     }
   };
