@@ -45,6 +45,21 @@ def test_the_edition_switch_keeps_the_section(browser, site, name):
         context.close()
 
 
+def _prose(page) -> str:
+    """A built page's article as a reader reads it: no code cell's source, no code block."""
+    from html import unescape
+
+    article = page.read_text(encoding="utf-8").split("<article", 1)[-1].split("</article>", 1)[0]
+    article = re.sub(r'<div class="cell_input.*?</div>\s*</div>|<pre.*?</pre>', "", article, flags=re.S)
+    return unescape(re.sub(r"<[^>]+>", "", article))
+
+
+def _result_pages(tab) -> tuple[list[str], set[str]]:
+    """The search results' links, and the pages they name (``16_seeds``, ``glossary``)."""
+    hrefs = [a.get_attribute("href") or "" for a in tab.locator("#search-results ul.search li > a").all()]
+    return hrefs, {h.split("/")[-1].split(".html")[0] for h in hrefs}
+
+
 @contextmanager
 def _searched(browser, site, word, prefix="zh_CN/"):
     """A tab on the search page's results for ``word`` (the first has arrived), and the results' items."""
@@ -93,7 +108,7 @@ def test_search_puts_a_terms_home_and_its_glossary_entry_first(browser, site, ed
         results = tab.locator("#search-results ul.search li")
         results.first.wait_for(timeout=20000)
         tab.wait_for_timeout(500)  # the snippets arrive page by page
-        hrefs = [a.get_attribute("href") or "" for a in tab.locator("#search-results ul.search li > a").all()]
+        hrefs, _ = _result_pages(tab)
         top = " ".join(hrefs[:2])
         assert "glossary" in top and home in top, hrefs[:5]
         for text in results.all_text_contents():
@@ -146,8 +161,7 @@ def test_chinese_search_finds_words_the_index_holds_in_pieces(browser, site, wor
     assert len(pages) >= 2, (word, pages)  # the book uses the word: the test can fail
     with _searched(browser, site, word) as (tab, results):
         tab.wait_for_timeout(500)
-        hrefs = [a.get_attribute("href") or "" for a in tab.locator("#search-results ul.search li > a").all()]
-        stems = {h.split("/")[-1].split(".html")[0] for h in hrefs}
+        hrefs, stems = _result_pages(tab)
         assert pages <= stems, (word, sorted(pages - stems))
         glossary = [h for h in hrefs if h.split("/")[-1].startswith("glossary.html")]
         assert len(glossary) <= 1, glossary
@@ -158,21 +172,13 @@ def test_chinese_search_requires_every_word_of_a_query(browser, site, query):
     """Sphinx requires only the words of a query longer than two characters, and a Chinese word is one or two:
     直接 logit 归因 listed 13 pages, 11 without 归因 (the fifth Chinese review); the sixth: p 值 found none. Every
     page found holds every word of the query in its prose (a letter and the Chinese word after it as one)."""
-    from html import unescape
-
     words = [query] if re.match(r"[A-Za-z] ", query) else query.split()
-    pages = set()
-    for page in (HTML / "zh_CN" / "book").glob("*.html"):
-        article = page.read_text(encoding="utf-8").split("<article", 1)[-1].split("</article>", 1)[0]
-        article = re.sub(r'<div class="cell_input.*?</div>\s*</div>|<pre.*?</pre>', "", article, flags=re.S)
-        text = unescape(re.sub(r"<[^>]+>", "", article))
-        if all(w in text for w in words):
-            pages.add(page.stem)
+    pages = {page.stem for page in (HTML / "zh_CN" / "book").glob("*.html")
+             if all(w in _prose(page) for w in words)}
     assert pages and len(pages) < 6, (query, pages)  # some pages hold every word, most do not: the test can fail
     with _searched(browser, site, query) as (tab, results):
         tab.wait_for_timeout(500)
-        hrefs = [a.get_attribute("href") or "" for a in tab.locator("#search-results ul.search li > a").all()]
-        stems = {h.split("/")[-1].split(".html")[0] for h in hrefs}
+        _, stems = _result_pages(tab)
         assert stems <= pages | {"glossary"}, (query, sorted(stems - pages))
         # a page found besides the glossary (15 holds 归因 only inside 归因果, which the index rightly skips)
         assert stems - {"glossary"}, (query, stems)
@@ -184,18 +190,9 @@ def test_a_search_for_the_articles_word_for_mask_says_how_it_was_read(browser, s
     with _searched(browser, site, "掩码") as (tab, results):
         tab.wait_for_timeout(500)
         assert "mask" in tab.locator(".rf-search-note").inner_text()
-        hrefs = [a.get_attribute("href") or "" for a in tab.locator("#search-results ul.search li > a").all()]
+        hrefs, _ = _result_pages(tab)
         glossary = [h for h in hrefs if "glossary.html" in h]
         assert glossary and all(h.endswith("#term-causal-mask") for h in glossary), glossary
-
-
-def _prose(page) -> str:
-    """A built page's article as a reader reads it: no code cell's source, no code block."""
-    from html import unescape
-
-    article = page.read_text(encoding="utf-8").split("<article", 1)[-1].split("</article>", 1)[0]
-    article = re.sub(r'<div class="cell_input.*?</div>\s*</div>|<pre.*?</pre>', "", article, flags=re.S)
-    return unescape(re.sub(r"<[^>]+>", "", article))
 
 
 def _phrase(query: str) -> re.Pattern:
@@ -222,8 +219,7 @@ def test_a_phrase_finds_the_pages_that_say_it(browser, site, edition, query):
     assert pages and len(pages) < everything, (query, pages)  # some pages say it, not all
     with _searched(browser, site, query, prefix="" if edition == "en" else f"{edition}/") as (tab, results):
         tab.wait_for_timeout(1500)  # the snippets arrive page by page
-        hrefs = [a.get_attribute("href") or "" for a in tab.locator("#search-results ul.search li > a").all()]
-        stems = {h.split("/")[-1].split(".html")[0] for h in hrefs}
+        hrefs, stems = _result_pages(tab)
         assert stems == pages, (query, "found, not said:", sorted(stems - pages), "said, not found:",
                                 sorted(pages - stems))
         snippets = tab.locator("#search-results ul.search li p.context").all_text_contents()

@@ -61,7 +61,7 @@
       return stemmer;
     };
   }
-  var split = splitQuery;
+  var split = splitQuery, inPieces = {};  // inPieces: the query's words looked up as their pieces (note 6)
   splitQuery = function (text) {
     var out = [];
     text = text.replace(/掩码/g, " mask ");  // the article's other word for mask, which the chapters write as mask
@@ -76,7 +76,7 @@
     words.forEach(function (word) {
       if (CJK.test(word) && Search._index && !indexed(word.toLowerCase())) {
         var parts = pieces(word);
-        if (parts.length > 1) { split.pieces = (split.pieces || []).concat([[word, parts]]); }
+        if (parts.length > 1) { inPieces[word] = parts; }
         out.push.apply(out, parts);
       }
       else { out.push(word); }
@@ -113,13 +113,12 @@
   //    A word the book never writes whole is looked up as its pieces, and the results say so.
   var ask = Search.query;
   Search.query = function (text) {
-    split.pieces = [];
+    inPieces = {};
     ask.apply(Search, arguments);
     var lines = [];
     if (/掩码/.test(text)) { lines.push("“掩码”按 mask 检索：本书的正文写作 mask（见术语表“因果 mask”）。"); }
-    (split.pieces || []).forEach(function (found) {
-      if (lines.some(function (line) { return line.indexOf("“" + found[0] + "”") !== -1; })) { return; }
-      lines.push("本书没有“" + found[0] + "”这个词；下面是同时含有“" + found[1].join("”“") + "”的页面。");
+    Object.keys(inPieces).forEach(function (word) {
+      lines.push("本书没有“" + word + "”这个词；下面是同时含有“" + inPieces[word].join("”“") + "”的页面。");
     });
     if (lines.length && Search.output && !document.querySelector(".rf-search-note")) {
       var note = document.createElement("p");

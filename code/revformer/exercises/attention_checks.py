@@ -68,37 +68,39 @@ def _mask_after_softmax(q, k, v):
     return weights @ v, weights
 
 
+def _weights(q, k, blocked=None):
+    """``[B,H,T,T]``: softmax over the keys of the scores, the ``blocked`` keys (default: the causal
+    mask's) at -inf."""
+    blocked = causal_mask(q.size(-2), q.device) if blocked is None else blocked
+    return torch.softmax(_scores(q, k).masked_fill(blocked, _NEG), dim=-1)
+
+
 def _masked_from(diagonal: int):
     def attention(q, k, v):
         t = q.size(-2)
-        blocked = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(diagonal=diagonal)
-        weights = torch.softmax(_scores(q, k).masked_fill(blocked, _NEG), dim=-1)
+        weights = _weights(q, k, torch.ones(t, t, dtype=torch.bool, device=q.device).triu(diagonal=diagonal))
         return weights @ v, weights
     return attention
 
 
 def _rounded(q, k, v):
     """Right weights rounded to bfloat16: each row sums to 1 only within a few 1e-3."""
-    t = q.size(-2)
-    weights = torch.softmax(_scores(q, k).masked_fill(causal_mask(t, q.device), _NEG), dim=-1)
-    weights = weights.to(torch.bfloat16).float()
+    weights = _weights(q, k).to(torch.bfloat16).float()
     return weights @ v, weights
 
 
 def _seven_reads_eight(q, k, v):
     """The causal mask with one hole: query 7 (<SEP>) may read key 8, the first answer digit."""
-    t = q.size(-2)
-    blocked = causal_mask(t, q.device).clone()
+    blocked = causal_mask(q.size(-2), q.device).clone()
     blocked[7, 8] = False
-    weights = torch.softmax(_scores(q, k).masked_fill(blocked, _NEG), dim=-1)
+    weights = _weights(q, k, blocked)
     return weights @ v, weights
 
 
 def _small_leak(q, k, v, weight: float = 2e-4):
     """Right weights but for one small leak: query 7 gives key 8 ``weight``. Its prefix logits move
     by about 1e-4 at one position, and by a few 1e-6 on average: a leak a mean does not see."""
-    t = q.size(-2)
-    weights = torch.softmax(_scores(q, k).masked_fill(causal_mask(t, q.device), _NEG), dim=-1).clone()
+    weights = _weights(q, k).clone()   # softmax keeps its output for a backward pass
     weights[..., 7, :] *= 1 - weight
     weights[..., 7, 8] = weight
     return weights @ v, weights

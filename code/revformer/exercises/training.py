@@ -154,18 +154,18 @@ _ZERO_BETWEEN = Message("no weight moved: zero_grad() ran between backward() and
                         "first, before the forward pass")
 
 
-def _spy(model, optimizer, calls: list) -> None:
-    """Record in ``calls``, in order, each zero_grad() (the optimizer's or the model's), each
-    step() and each backward() (a gradient arriving in the output layer's weight)."""
+def _spy(model, optimizer, steps: list) -> None:
+    """Record in the last list of ``steps``, in order, each zero_grad() (the optimizer's or the
+    model's), each step() and each backward() (a gradient arriving in the output layer's weight)."""
     for owner in (optimizer, model):
         plain = owner.zero_grad
 
         def zero_grad(*args, _plain=plain, **kwargs):
-            calls.append("zero_grad")
+            steps[-1].append("zero_grad")
             return _plain(*args, **kwargs)
         object.__setattr__(owner, "zero_grad", zero_grad)
-    optimizer.register_step_pre_hook(lambda *_: calls.append("step"))
-    model.lm_head.weight.register_post_accumulate_grad_hook(lambda _: calls.append("backward"))
+    optimizer.register_step_pre_hook(lambda *_: steps[-1].append("step"))
+    model.lm_head.weight.register_post_accumulate_grad_hook(lambda _: steps[-1].append("backward"))
 
 
 def _no_update(calls: list) -> Message:
@@ -266,10 +266,10 @@ def _run_reader(checker: Checker, fn, model, make_opt, batches, where: str):
     something is recorded as wrong."""
     model = copy.deepcopy(model)
     optimizer = make_opt(model)
-    record, calls = [], []
+    record, calls = [], []   # calls: one list per step (_spy)
     _spy(model, optimizer, calls)
     for x, y in batches:
-        calls.append("start")
+        calls.append([])
         try:
             got = checker.call(fn, model, optimizer, x.clone(), y.clone())
         except Unfinished:
@@ -282,8 +282,7 @@ def _run_reader(checker: Checker, fn, model, make_opt, batches, where: str):
         if loss is None:
             return None
         record.append((loss, _params(model)))
-    steps = "/".join(calls).split("start")[1:]  # the calls of each step
-    return record, _grads(model), [[c for c in step.split("/") if c] for step in steps]
+    return record, _grads(model), calls
 
 
 def _diagnose(checker: Checker, fn_record, model, make_opt, batches, where: str, reference,
@@ -330,9 +329,10 @@ def _check_optimizer_case(checker: Checker, fn, model, make_opt, batches, where,
     got = _run_reader(checker, fn, model, make_opt, batches, where)
     if got is None:
         return False
-    if _matches(got[:2], reference):
+    record, grads, calls = got
+    if _matches((record, grads), reference):
         return expect(checker, True, good, "")
-    _diagnose(checker, got[:2], model, make_opt, batches, where, reference, got[2])
+    _diagnose(checker, (record, grads), model, make_opt, batches, where, reference, calls)
     return False
 
 
