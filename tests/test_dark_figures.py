@@ -41,3 +41,21 @@ def test_a_map_that_is_dark_at_zero_stays():
     with dark_chrome(fig):
         assert image.get_cmap().name == "cividis"
     plt.close(fig)
+
+
+def test_a_coloured_label_reads_at_four_and_a_half_to_one_on_the_dark_page():
+    # matplotlib's own blue, C0, reads at 3.7:1 on the dark page (the tenth Chinese review measured a
+    # label of figure 21.1 at 3.3:1); a light hue already readable keeps its colour
+    from revformer.plots import DARK_BACKGROUND, contrast
+
+    fig, ax = plt.subplots()
+    ax.bar([0, 1], [1, 2], color="C0")
+    blue = ax.text(0, 1, "98.5%", color="C0")
+    orange = ax.text(1, 2, "100%", color="tab:orange")
+    assert contrast(blue.get_color(), DARK_BACKGROUND) < 4.5
+    with dark_chrome(fig):
+        assert contrast(blue.get_color(), DARK_BACKGROUND) >= 4.5
+        assert orange.get_color() == "tab:orange"
+        assert ax.patches[0].get_facecolor()[:3] == matplotlib.colors.to_rgba("C0")[:3]  # the data keep theirs
+    assert blue.get_color() == "C0"  # put back
+    plt.close(fig)

@@ -132,10 +132,17 @@ def test_each_edition_knows_where_its_terms_are_taught():
     """The search's home chapters come from the glossary's resolved page, whether or not a build rewrote it."""
     import json
 
+    def table(text: str, name: str) -> dict:
+        line = next(line for line in text.splitlines() if line.startswith(f"window.{name} = "))
+        return json.loads(line[line.index("=") + 1:].strip().rstrip(";"))
+
     for prefix, term in (("", "greedy decoding"), ("zh_CN/", "贪心解码"), ("zh_CN/", "greedy decoding")):
         text = (HTML / prefix / "_static" / "revformer-homes.js").read_text(encoding="utf-8")
-        homes = json.loads(text[text.index("{"):text.rindex("}") + 1])
+        homes = table(text, "REVFORMER_HOMES")
         assert homes.get(term) == "book/09_generation", (prefix, term, len(homes))
+        # the other names of the Chinese glossary, each with the words the chapters write
+        aliases = table(text, "REVFORMER_ALIASES")
+        assert (aliases.get("层归一化", [None])[0] == "LayerNorm") == bool(prefix), (prefix, aliases)
 
 
 def _pages_with(word: str) -> set[str]:
@@ -244,3 +251,36 @@ def test_a_word_looked_up_in_pieces_says_so(browser, site):
         tab.wait_for_timeout(500)
         note = tab.locator(".rf-search-note").inner_text()
         assert "本书没有“随机化检验”这个词" in note and note.count("本书没有") == 1, note
+
+
+@pytest.mark.parametrize("word, written, headword", [
+    ("层归一化", "LayerNorm", "LayerNorm"), ("掩蔽", "mask", "因果 mask"), ("批次", "batch", "batch")])
+def test_an_other_name_is_searched_as_the_chapters_write_it(browser, site, word, written, headword):
+    """The tenth Chinese review: 掩蔽 found nothing, and 层归一化 (a name of the glossary's LayerNorm entry that no
+    chapter writes) listed its home chapter with a snippet that does not say it, and no word of why. An other
+    name of a glossary entry is looked up as the chapters write it, and the results say so."""
+    pattern = re.compile(re.escape(written), re.I)
+    pages = {page.stem for page in (HTML / "zh_CN" / "book").glob("*.html") if pattern.search(_prose(page))}
+    assert len(pages) > 2, pages
+    with _searched(browser, site, word) as (tab, results):
+        tab.wait_for_timeout(1500)
+        note = tab.locator(".rf-search-note").inner_text()
+        assert f"“{word}”按“{written}”检索" in note and f"术语表“{headword}”" in note, note
+        _, stems = _result_pages(tab)
+        assert pages - {"glossary"} <= stems, sorted(pages - stems)
+        snippets = tab.locator("#search-results ul.search li p.context").all_text_contents()
+        assert snippets and all(pattern.search(text) for text in snippets), snippets
+
+
+@pytest.mark.parametrize("edition, word", [("zh_CN", "自回归"), ("zh_CN", "层归一化"), ("zh_CN", "KV cache"),
+                                           ("en", "attention")])
+def test_the_count_of_pages_found_is_the_pages_listed(browser, site, edition, word):
+    """The tenth Chinese review: "匹配到 3 页" above two pages (one page was found by its text and by a
+    section's title). A page is listed once, and the count is the number of pages listed."""
+    with _searched(browser, site, word, prefix="" if edition == "en" else f"{edition}/") as (tab, results):
+        tab.locator("#search-results p.search-summary").filter(has_text=re.compile(r"\d")).wait_for(timeout=30000)
+        hrefs, _ = _result_pages(tab)
+        pages = [h.split("#")[0] if "glossary" not in h else h for h in hrefs]
+        assert len(pages) == len(set(pages)), sorted(pages)
+        count = re.search(r"\d+", tab.locator("#search-results p.search-summary").inner_text()).group()
+        assert int(count) == len(hrefs), (count, hrefs)

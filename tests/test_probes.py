@@ -6,7 +6,7 @@ from revformer.generate import generate, score
 from revformer.interventions import head_outputs, replaced_sublayers, sublayer_outputs, zeroed_heads
 from revformer.model import make_model
 from revformer.probes import (answer_scores, direct_logit_attribution, head_writes, knockout_table, logit_lens, margins,
-                              residual_stream)
+                              residual_stream, value_readout)
 
 from model_helpers import batch, no_hooks_left
 
@@ -145,3 +145,24 @@ def test_direct_logit_attribution_of_a_one_block_model():
     assert len(parts) == 1 + 4 + 2 + 1
     torch.testing.assert_close(sum(parts.values()), margins(model(ids)[0][:, 7:], labels[:, 7:]))
     assert len(head_writes(model, ids)) == 1
+
+
+def test_value_readout_is_what_a_head_writes_from_the_key_it_reads_read_to_the_logits():
+    # at query 0 the causal mask leaves one key, 0, so each head's actual write there is W_O^(h) v_h(0):
+    # the readout of key 0 is that write, centred, through the final LayerNorm's gamma and lm_head
+    model = make_model(seed=5).double()
+    with torch.no_grad():
+        model.final_norm.weight.uniform_(0.5, 1.5)  # not the initial ones: gamma must be applied
+    ids, _ = batch()
+    readout = value_readout(model, ids, layer=0)
+    assert readout.shape == (ids.size(0), 4, ids.size(1), 13)
+    write = head_writes(model, ids)[0][:, :, 0]  # [B,H,D]
+    expected = ((write - write.mean(dim=-1, keepdim=True)) * model.final_norm.weight) @ model.lm_head.weight.T
+    torch.testing.assert_close(readout[:, :, 0], expected)
+    assert not torch.allclose(readout[:, :, 0], readout[:, :, 1])  # each key its own value
+    assert no_hooks_left(model)
+    for layer in (2, -1, "0"):
+        with pytest.raises(ValueError, match="layer must be 0 to 1"):
+            value_readout(model, ids, layer=layer)
+    with pytest.raises(ValueError, match=r"ids must be a \[B,T\]"):
+        value_readout(model, ids[0])

@@ -348,14 +348,38 @@ def term_homes(doctree, docname: str) -> dict[str, str]:
     return homes
 
 
+def term_aliases(doctree) -> dict[str, list[str]]:
+    """A glossary entry's other Chinese names (its 也称 line), each as [the words the chapters write, the
+    entry's headword, its anchor]: 层归一化 is written LayerNorm; 掩码（mask）, a name with the words in
+    brackets, is written mask. The search looks an other name up as the chapters write it (scorer.js)."""
+    from docutils import nodes
+
+    aliases = {}
+    for item in doctree.findall(nodes.definition_list_item):
+        term = next(iter(item.findall(nodes.term)), None)
+        if term is None or not term["ids"]:
+            continue
+        headword = term.astext().strip()
+        match = HEADWORD.fullmatch(headword)
+        written = match.group(1) if match else headword
+        for line in re.findall(r"也称[:：]\s*([^\n]+)", item.astext()):
+            for name in (part.strip(" .。") for part in re.split(r"[、，,;；]", line)):
+                own = HEADWORD.fullmatch(name)
+                name, words = (own.group(1), own.group(2)) if own else (name, written)
+                if re.search(r"[\u3400-\u9fff]", name) and name != words:
+                    aliases[name.lower()] = [words, written, term["ids"][0]]
+    return aliases
+
+
 def all_homes(app) -> dict[str, str]:
     """``term_homes`` of the glossary's resolved doctree, once per build (whether or not the glossary is written)."""
     if getattr(app, "_revformer_homes", None) is None:
-        app._revformer_homes = {}  # set first: resolving the glossary emits doctree-resolved again
-        for docname in sorted(app.env.found_docs):
+        app._revformer_homes, app._revformer_aliases = {}, {}  # set first: resolving the glossary emits
+        for docname in sorted(app.env.found_docs):                # doctree-resolved again
             if docname.endswith("glossary"):
-                app._revformer_homes.update(term_homes(app.env.get_and_resolve_doctree(docname, app.builder),
-                                                       docname))
+                doctree = app.env.get_and_resolve_doctree(docname, app.builder)
+                app._revformer_homes.update(term_homes(doctree, docname))
+                app._revformer_aliases.update(term_aliases(doctree))
     return app._revformer_homes
 
 
@@ -372,12 +396,14 @@ def home_index_entries(app, doctree, docname):
 
 
 def write_homes(app, exception):
-    """``_static/revformer-homes.js``: every glossary term's home chapter, for the search scorer."""
+    """``_static/revformer-homes.js``: every glossary term's home chapter and every other name's written words,
+    for the search scorer."""
     if exception is None and app.builder.format == "html":
         homes = all_homes(app)
+        aliases = json.dumps(app._revformer_aliases, ensure_ascii=False, sort_keys=True)
         out = Path(app.outdir) / "_static" / "revformer-homes.js"
-        out.write_text("window.REVFORMER_HOMES = " + json.dumps(homes, ensure_ascii=False, sort_keys=True) + ";\n",
-                       encoding="utf-8")
+        out.write_text("window.REVFORMER_HOMES = " + json.dumps(homes, ensure_ascii=False, sort_keys=True) + ";\n"
+                       "window.REVFORMER_ALIASES = " + aliases + ";\n", encoding="utf-8")
 
 
 def search_scorer(app, config):

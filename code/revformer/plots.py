@@ -232,18 +232,34 @@ def _pale(colour) -> bool:
     return rgba is not None and rgba[3] > 0 and 0.6 < min(rgba[:3]) <= 0.85
 
 
-def _dark_hue(colour) -> bool:
-    """True for a dark colour with a hue (a dark blue label): too dim on a dark page."""
+def contrast(colour, background) -> float:
+    """WCAG's contrast ratio of two colours, 1 to 21 (4.5 is the least for text)."""
+    def luminance(c):
+        return sum(w * (v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4)
+                   for w, v in zip((0.2126, 0.7152, 0.0722), _rgba(c)[:3]))
+
+    high, low = sorted((luminance(colour), luminance(background)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def _dim_hue(colour) -> bool:
+    """True for a colour with a hue that a dark page would read below 4.5:1 (a blue label)."""
     rgba = _rgba(colour)
-    return rgba is not None and rgba[3] > 0 and max(rgba[:3]) < 0.6 and not _grey(colour, 1.0)
+    return (rgba is not None and rgba[3] > 0 and not _grey(colour, 1.0)
+            and contrast(rgba, DARK_BACKGROUND) < 4.5)
 
 
-def _lightened(colour, by: float = 0.45):
-    """``colour`` mixed with white: the same hue, readable on a dark page."""
+def _lightened(colour):
+    """``colour`` mixed with white, in steps of 5 %, until a dark page reads it at 4.5:1: the same hue."""
     from matplotlib.colors import to_rgba
 
     r, g, b, a = to_rgba(colour)
-    return (r + (1 - r) * by, g + (1 - g) * by, b + (1 - b) * by, a)
+    for step in range(21):
+        by = step / 20
+        mixed = (r + (1 - r) * by, g + (1 - g) * by, b + (1 - b) * by)
+        if contrast(mixed, DARK_BACKGROUND) >= 4.5:
+            break
+    return (*mixed, a)
 
 
 def _dark_maps() -> dict:
@@ -348,7 +364,7 @@ class dark_chrome:
                     continue
                 if _grey(artist.get_color(), 0.6):
                     self._set(artist.get_color, artist.set_color, DARK_TEXT)
-                elif _dark_hue(artist.get_color()):
+                elif _dim_hue(artist.get_color()):
                     self._set(artist.get_color, artist.set_color, _lightened(artist.get_color()))
             elif isinstance(artist, Line2D):  # black stays the lightest, grey a step darker
                 for get, put in ((artist.get_color, artist.set_color),

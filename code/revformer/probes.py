@@ -200,6 +200,33 @@ def head_writes(model, ids: torch.Tensor) -> list[torch.Tensor]:
 
 
 @torch.no_grad()
+def value_readout(model, ids: torch.Tensor, layer: int = 0) -> torch.Tensor:
+    """What each head of ``layer`` would write from each position it reads, read straight to the logits:
+    ``[B,H,T,13]``, its logits for the position's value (the head's OV path).
+
+    For a key position ``k`` and head ``h`` it is the write ``W_O^(h) v_h(k)`` that the head makes
+    where all its weight falls on ``k``, through the final LayerNorm (its ``gamma``, after taking
+    the write's mean; the scale ``sigma`` is one positive number per query and changes no row's
+    order) and the output layer ``lm_head`` without its bias. Direct path only: what the write
+    changes in later layers is not counted.
+    """
+    if not (isinstance(layer, int) and 0 <= layer < len(model.blocks)):
+        raise ValueError(f"layer must be 0 to {len(model.blocks) - 1}, got {layer!r}")
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
+        raise ValueError(f"ids must be a [B,T] tensor, got {getattr(ids, 'shape', ids)!r}")
+    attention = model.blocks[layer].attention
+    values = []
+    hook = attention.v_proj.register_forward_hook(lambda module, args, out: values.append(out))
+    with evaluating(model, [hook]):
+        model(ids.to(next(model.parameters()).device))
+    v = attention.split_heads(values[0])  # [B,H,T,Dh]
+    weight = attention.out_proj.weight.view(-1, attention.num_heads, attention.head_dim)  # [D,H,Dh]
+    writes = torch.einsum("bhtk,dhk->bhtd", v, weight)  # [B,H,T,D]
+    centred = writes - writes.mean(dim=-1, keepdim=True)
+    return (centred * model.final_norm.weight) @ model.lm_head.weight.T  # [B,H,T,13]
+
+
+@torch.no_grad()
 def direct_logit_attribution(model, ids: torch.Tensor, labels: torch.Tensor,
                              minus_mean: bool = False) -> dict[tuple, torch.Tensor]:
     """Each part's direct share of the margin at every graded position:
@@ -261,4 +288,5 @@ def direct_logit_attribution(model, ids: torch.Tensor, labels: torch.Tensor,
 
 
 __all__ = ["AnswerScores", "answer_scores", "direct_logit_attribution", "head_writes",
+           "value_readout",
            "knockout_table", "logit_lens", "margins", "residual_stream"]

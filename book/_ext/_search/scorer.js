@@ -61,10 +61,25 @@
       return stemmer;
     };
   }
-  var split = splitQuery, inPieces = {};  // inPieces: the query's words looked up as their pieces (note 6)
-  splitQuery = function (text) {
-    var out = [];
-    text = text.replace(/掩码/g, " mask ");  // the article's other word for mask, which the chapters write as mask
+  // 9. A glossary entry's other name that no chapter writes (层归一化, 掩码: REVFORMER_ALIASES, from the
+  //    entries' 也称 lines) is looked up as the chapters write it (LayerNorm, mask), and the results say so.
+  function onlyInGlossary(word) {
+    var index = Search._index || {}, names = index.docnames || [];
+    return [index.terms, index.titleterms].every(function (table) {
+      var files = table && table[word];
+      files = files === undefined ? [] : [].concat(files);
+      return files.every(function (file) { return /(^|\/)glossary$/.test(names[file]); });
+    });
+  }
+  var split = splitQuery, inPieces = {}, readAs = {};  // the query's words looked up as their pieces (note 6),
+  splitQuery = function (text) {                       // or as the chapters write them (note 9)
+    var out = [], aliases = window.REVFORMER_ALIASES || {};
+    Object.keys(aliases).sort(function (a, b) { return b.length - a.length; }).forEach(function (alias) {
+      if (text.toLowerCase().indexOf(alias) !== -1 && onlyInGlossary(alias)) {
+        readAs[alias] = aliases[alias];
+        text = text.split(alias).join(" " + aliases[alias][0] + " ");
+      }
+    });
     var chinese = CJK.test(text), words = phrases(split(text));
     // "p 值": a letter and the Chinese word after it are one indexed word (p值), as book/_ext indexes them
     words = words.reduce(function (out, word, i) {
@@ -88,10 +103,20 @@
     var results = perform.apply(Search, arguments);
     var terms = {};
     results.forEach(function (r) { if (r[2]) { terms[r[0]] = true; } });
-    if (/掩码/.test(query())) {  // the glossary's entry that names 掩码, not the top of the glossary
-      results.forEach(function (r) { if (!r[2] && /(^|\/)glossary$/.test(r[0])) { r[2] = "#term-causal-mask"; } });
+    var named = Object.keys(readAs);
+    if (named.length) {  // the glossary's entry that gives the other name, not the top of the glossary
+      results.forEach(function (r) {
+        if (!r[2] && /(^|\/)glossary$/.test(r[0])) { r[2] = "#" + readAs[named[0]][2]; }
+      });
     }
-    return results.filter(function (r) { return r[2] || !terms[r[0]] || !/(^|\/)glossary$/.test(r[0]); });
+    results = results.filter(function (r) { return r[2] || !terms[r[0]] || !/(^|\/)glossary$/.test(r[0]); });
+    // one result a page, its best (the list ends with the best, which is shown first): a page found by its
+    // text and by a section's title counted twice in "found 3 pages" (the glossary keeps one per term)
+    var kept = {};
+    return results.reverse().filter(function (r) {
+      var key = /(^|\/)glossary$/.test(r[0]) ? r[0] + r[2] : r[0];
+      return kept[key] ? false : (kept[key] = true);
+    }).reverse();
   };
   // 5. Every word of a Chinese query is required. Sphinx requires only the words longer than two characters
   //    ("short words are discarded"), so 直接 logit 归因 listed every page with "logit"; a Chinese word of one or
@@ -109,14 +134,18 @@
       return short.every(function (w) { return holds(index.terms[w], file) || holds(index.titleterms[w], file); });
     });
   };
-  // 6. A query that says 掩码 says how it was read, above the results.
+  // 6. A query with an other name (note 9) says how it was read, above the results.
   //    A word the book never writes whole is looked up as its pieces, and the results say so.
   var ask = Search.query;
   Search.query = function (text) {
     inPieces = {};
+    readAs = {};
     ask.apply(Search, arguments);
     var lines = [];
-    if (/掩码/.test(text)) { lines.push("“掩码”按 mask 检索：本书的正文写作 mask（见术语表“因果 mask”）。"); }
+    Object.keys(readAs).forEach(function (alias) {
+      var as = readAs[alias];
+      lines.push("“" + alias + "”按“" + as[0] + "”检索：本书的正文写作“" + as[0] + "”（见术语表“" + as[1] + "”）。");
+    });
     Object.keys(inPieces).forEach(function (word) {
       lines.push("本书没有“" + word + "”这个词；下面是同时含有“" + inPieces[word].join("”“") + "”的页面。");
     });
