@@ -348,10 +348,28 @@ def term_homes(doctree, docname: str) -> dict[str, str]:
     return homes
 
 
+def term_anchors(doctree) -> dict[str, str]:
+    """Every name of a glossary term (its headword, the headword's parts, the English part's comma-separated
+    names: EOS in 特殊 token（BOS, SEP, EOS）) -> the term's anchor, for a glossary result found by its text."""
+    from docutils import nodes
+
+    anchors = {}
+    for term in doctree.findall(nodes.term):
+        if not term["ids"]:
+            continue
+        headword = term.astext().strip()
+        match = HEADWORD.fullmatch(headword)
+        names = [headword, *(match.groups() if match else ())]
+        names += [part.strip() for name in list(names) for part in name.split(",") if part.strip()]
+        anchors.update({name.lower(): term["ids"][0] for name in names})
+    return anchors
+
+
 def term_aliases(doctree) -> dict[str, list[str]]:
-    """A glossary entry's other Chinese names (its 也称 line), each as [the words the chapters write, the
-    entry's headword, its anchor]: 层归一化 is written LayerNorm; 掩码（mask）, a name with the words in
-    brackets, is written mask. The search looks an other name up as the chapters write it (scorer.js)."""
+    """A glossary entry's other Chinese names (its 也称 line, and its 原文 line where that is one name), each as
+    [the words the chapters write, the entry's headword, its anchor]: 层归一化 is written LayerNorm, 掩码 因果 mask;
+    a name with words in brackets, X（Y）, is written Y. The search looks an other name up as the chapters write
+    it (scorer.js)."""
     from docutils import nodes
 
     aliases = {}
@@ -362,6 +380,11 @@ def term_aliases(doctree) -> dict[str, list[str]]:
         headword = term.astext().strip()
         match = HEADWORD.fullmatch(headword)
         written = match.group(1) if match else headword
+        # the article's name, where it is a name (数字 Token 准确率, 梯度范数裁剪), not a sentence
+        for line in re.findall(r"原文[:：]\s*([^\n]+)", item.astext()):
+            name = line.strip().rstrip("。. ")
+            if re.fullmatch(r"[\u4e00-\u9fff][\u4e00-\u9fffA-Za-z ]{1,15}", name) and name != written:
+                aliases[name.lower()] = [written, written, term["ids"][0]]
         for line in re.findall(r"也称[:：]\s*([^\n]+)", item.astext()):
             for name in (part.strip(" .。") for part in re.split(r"[、，,;；]", line)):
                 own = HEADWORD.fullmatch(name)
@@ -374,12 +397,14 @@ def term_aliases(doctree) -> dict[str, list[str]]:
 def all_homes(app) -> dict[str, str]:
     """``term_homes`` of the glossary's resolved doctree, once per build (whether or not the glossary is written)."""
     if getattr(app, "_revformer_homes", None) is None:
-        app._revformer_homes, app._revformer_aliases = {}, {}  # set first: resolving the glossary emits
-        for docname in sorted(app.env.found_docs):                # doctree-resolved again
+        # set first: resolving the glossary emits doctree-resolved again
+        app._revformer_homes, app._revformer_aliases, app._revformer_anchors = {}, {}, {}
+        for docname in sorted(app.env.found_docs):
             if docname.endswith("glossary"):
                 doctree = app.env.get_and_resolve_doctree(docname, app.builder)
                 app._revformer_homes.update(term_homes(doctree, docname))
                 app._revformer_aliases.update(term_aliases(doctree))
+                app._revformer_anchors.update(term_anchors(doctree))
     return app._revformer_homes
 
 
@@ -396,14 +421,15 @@ def home_index_entries(app, doctree, docname):
 
 
 def write_homes(app, exception):
-    """``_static/revformer-homes.js``: every glossary term's home chapter and every other name's written words,
-    for the search scorer."""
+    """``_static/revformer-homes.js``: every glossary term's home chapter, every other name's written words and
+    every name's anchor, for the search scorer."""
     if exception is None and app.builder.format == "html":
         homes = all_homes(app)
-        aliases = json.dumps(app._revformer_aliases, ensure_ascii=False, sort_keys=True)
+        tables = {"REVFORMER_HOMES": homes, "REVFORMER_ALIASES": app._revformer_aliases,
+                  "REVFORMER_ANCHORS": app._revformer_anchors}
         out = Path(app.outdir) / "_static" / "revformer-homes.js"
-        out.write_text("window.REVFORMER_HOMES = " + json.dumps(homes, ensure_ascii=False, sort_keys=True) + ";\n"
-                       "window.REVFORMER_ALIASES = " + aliases + ";\n", encoding="utf-8")
+        out.write_text("".join(f"window.{name} = {json.dumps(table, ensure_ascii=False, sort_keys=True)};\n"
+                               for name, table in tables.items()), encoding="utf-8")
 
 
 def search_scorer(app, config):
@@ -489,14 +515,14 @@ def chinese_search_keeps_characters(app, config):
         def split(self, input: str) -> list[str]:
             """jieba's words; each two- or three-character word with the first character of the next (训练 +
             集上 gives 训练集, in 在训练集上, which jieba never yields as one word); and the beginnings of a long
-            word (反转对齐权重 holds 反转对齐, 紧邻未来答案权重 holds 紧邻未来答案), which a search asks for alone."""
+            word (反转对齐权重 holds 反转对齐, 自回归生成 holds 自回归), which a search asks for alone."""
             words = super().split(input)
             joined = [a + b[0] for a, b in zip(words, words[1:])
                       if 2 <= len(a) <= 3 and han.fullmatch(a) and han.match(b)]
             # two two-character words as one (符号 + 翻转: 符号翻转, which jieba keeps whole only in 符号翻转检验)
             joined += [a + b for a, b in zip(words, words[1:])
                        if len(a) == len(b) == 2 and han.fullmatch(a) and han.fullmatch(b)]
-            starts = [w[:n] for w in words if len(w) >= 5 and han.fullmatch(w) for n in range(4, len(w))]
+            starts = [w[:n] for w in words if len(w) >= 5 and han.fullmatch(w) for n in range(3, len(w))]
             # a letter and the Chinese word after it (p 值, t 分布): the index keeps no one-letter word
             lettered = [a.lower() + b[:n] for a, b in LETTER_WORD.findall(input) for n in {1, len(b)}]
             return words + joined + starts + lettered

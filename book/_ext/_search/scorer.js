@@ -103,20 +103,18 @@
     var results = perform.apply(Search, arguments);
     var terms = {};
     results.forEach(function (r) { if (r[2]) { terms[r[0]] = true; } });
-    var named = Object.keys(readAs);
-    if (named.length) {  // the glossary's entry that gives the other name, not the top of the glossary
-      results.forEach(function (r) {
-        if (!r[2] && /(^|\/)glossary$/.test(r[0])) { r[2] = "#" + readAs[named[0]][2]; }
-      });
+    // a glossary result found by its text leads to the entry the query names (EOS: the special tokens' entry,
+    // an other name: its entry), not to the top of the glossary
+    var named = Object.keys(readAs), anchor = (window.REVFORMER_ANCHORS || {})[query()];
+    anchor = named.length ? readAs[named[0]][2] : anchor;
+    if (anchor) {
+      results.forEach(function (r) { if (!r[2] && /(^|\/)glossary$/.test(r[0])) { r[2] = "#" + anchor; } });
     }
     results = results.filter(function (r) { return r[2] || !terms[r[0]] || !/(^|\/)glossary$/.test(r[0]); });
     // one result a page, its best (the list ends with the best, which is shown first): a page found by its
-    // text and by a section's title counted twice in "found 3 pages" (the glossary keeps one per term)
+    // text and by a section's title, or two glossary entries, counted twice in "found 3 pages"
     var kept = {};
-    return results.reverse().filter(function (r) {
-      var key = /(^|\/)glossary$/.test(r[0]) ? r[0] + r[2] : r[0];
-      return kept[key] ? false : (kept[key] = true);
-    }).reverse();
+    return results.reverse().filter(function (r) { return kept[r[0]] ? false : (kept[r[0]] = true); }).reverse();
   };
   // 5. Every word of a Chinese query is required. Sphinx requires only the words longer than two characters
   //    ("short words are discarded"), so 直接 logit 归因 listed every page with "logit"; a Chinese word of one or
