@@ -255,7 +255,7 @@ def test_a_word_looked_up_in_pieces_says_so(browser, site):
 
 
 @pytest.mark.parametrize("word, written, headword", [
-    ("层归一化", "LayerNorm", "LayerNorm"), ("掩蔽", "mask", "因果 mask"), ("批次", "batch", "batch")])
+    ("层归一化", "LayerNorm", "LayerNorm"), ("掩蔽", "因果 mask", "因果 mask"), ("批次", "batch", "batch")])
 def test_an_other_name_is_searched_as_the_chapters_write_it(browser, site, word, written, headword):
     """The tenth Chinese review: 掩蔽 found nothing, and 层归一化 (a name of the glossary's LayerNorm entry that no
     chapter writes) listed its home chapter with a snippet that does not say it, and no word of why. An other
@@ -270,7 +270,8 @@ def test_an_other_name_is_searched_as_the_chapters_write_it(browser, site, word,
         _, stems = _result_pages(tab)
         assert pages - {"glossary"} <= stems, sorted(pages - stems)
         snippets = tab.locator("#search-results ul.search li p.context").all_text_contents()
-        assert snippets and all(pattern.search(text) for text in snippets), snippets
+        any_word = re.compile("|".join(map(re.escape, written.split())), re.I)  # 因果 mask: either word
+        assert snippets and all(any_word.search(text) for text in snippets), snippets
 
 
 @pytest.mark.parametrize("edition, word", [("zh_CN", "自回归"), ("zh_CN", "层归一化"), ("zh_CN", "KV cache"),

@@ -522,6 +522,9 @@ def chinese_search_keeps_characters(app, config):
             # two two-character words as one (符号 + 翻转: 符号翻转, which jieba keeps whole only in 符号翻转检验)
             joined += [a + b for a, b in zip(words, words[1:])
                        if len(a) == len(b) == 2 and han.fullmatch(a) and han.fullmatch(b)]
+            # a character and the two-character word after it (自 + 回归: 自回归, in 自回归训练)
+            joined += [a + b for a, b in zip(words, words[1:])
+                       if len(a) == 1 and len(b) == 2 and han.fullmatch(a) and han.fullmatch(b)]
             starts = [w[:n] for w in words if len(w) >= 5 and han.fullmatch(w) for n in range(3, len(w))]
             # a letter and the Chinese word after it (p 值, t 分布): the index keeps no one-letter word
             lettered = [a.lower() + b[:n] for a, b in LETTER_WORD.findall(input) for n in {1, len(b)}]
