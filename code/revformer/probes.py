@@ -190,13 +190,14 @@ def head_writes(model, ids: torch.Tensor) -> list[torch.Tensor]:
     into ``H`` column blocks ``[D,Dh]`` gives each head's share of its output;
     the shares plus ``out_proj``'s bias are the attention's output.
     """
-    writes = []
-    for block, outs in zip(model.blocks, head_outputs(model, ids)):  # outs: [B,H,T,Dh]
-        attention = block.attention
-        weight = attention.out_proj.weight.view(-1, attention.num_heads,
-                                                attention.head_dim)  # [D,H,Dh]
-        writes.append(torch.einsum("bhtk,dhk->bhtd", outs, weight))
-    return writes
+    return [_through_out_proj(block.attention, outs)  # outs: [B,H,T,Dh]
+            for block, outs in zip(model.blocks, head_outputs(model, ids))]
+
+
+def _through_out_proj(attention, per_head: torch.Tensor) -> torch.Tensor:
+    """``[B,H,T,Dh]`` -> each head's share of ``out_proj``, ``W_O^(h) x_h``: ``[B,H,T,D]`` (no bias)."""
+    weight = attention.out_proj.weight.view(-1, attention.num_heads, attention.head_dim)  # [D,H,Dh]
+    return torch.einsum("bhtk,dhk->bhtd", per_head, weight)
 
 
 @torch.no_grad()
@@ -219,9 +220,7 @@ def value_readout(model, ids: torch.Tensor, layer: int = 0) -> torch.Tensor:
     hook = attention.v_proj.register_forward_hook(lambda module, args, out: values.append(out))
     with evaluating(model, [hook]):
         model(ids.to(next(model.parameters()).device))
-    v = attention.split_heads(values[0])  # [B,H,T,Dh]
-    weight = attention.out_proj.weight.view(-1, attention.num_heads, attention.head_dim)  # [D,H,Dh]
-    writes = torch.einsum("bhtk,dhk->bhtd", v, weight)  # [B,H,T,D]
+    writes = _through_out_proj(attention, attention.split_heads(values[0]))  # [B,H,T,D]
     centred = writes - writes.mean(dim=-1, keepdim=True)
     return (centred * model.final_norm.weight) @ model.lm_head.weight.T  # [B,H,T,13]
 

@@ -106,8 +106,7 @@
     // a glossary result found by its text leads to the entry the query names (EOS: the special tokens' entry,
     // an other name: its entry), not to the top of the glossary
     var named = Object.keys(readAs), alias = (window.REVFORMER_ALIASES || {})[query()];
-    var anchor = (window.REVFORMER_ANCHORS || {})[query()] || (alias && alias[2]);
-    anchor = named.length ? readAs[named[0]][2] : anchor;
+    var anchor = named.length ? readAs[named[0]][2] : (window.REVFORMER_ANCHORS || {})[query()] || (alias && alias[2]);
     if (anchor) {
       results.forEach(function (r) { if (!r[2] && /(^|\/)glossary$/.test(r[0])) { r[2] = "#" + anchor; } });
     }
