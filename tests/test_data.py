@@ -58,5 +58,5 @@ def test_splits_are_disjoint_sized_and_repeatable():
 
 
 def test_labels_and_names():
-    assert position_labels([10, 3, 11]) == ["0 <BOS>", "1 3", "2 <SEP>"]
+    assert position_labels([10, 3, 11]) == ["0·<BOS>", "1·3", "2·<SEP>"]
     assert format_tokens([5, 0, 12]) == "5 0 <EOS>"

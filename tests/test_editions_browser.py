@@ -96,6 +96,9 @@ def test_chinese_search_finds_the_books_terms(browser, site, word):
     # the tenth: a term's own chapter first (KV cache listed chapter 20 fourth, 种子 chapter 14 first)
     ("zh_CN", "KV cache", "20_kv_cache"), ("en", "KV cache", "20_kv_cache"), ("zh_CN", "种子", "16_seeds"),
     ("zh_CN", "学习曲线", "17_learning_curves"),
+    # the twelfth: EOS put chapter 1 third (only "bos, sep, eos" was a key), the article's 数字 Token 准确率 led
+    # with chapter 1, and 随机化检验 was not read as 符号翻转检验 once the references page wrote it
+    ("zh_CN", "EOS", "01_task"), ("zh_CN", "数字 token 准确率", "09_generation"), ("zh_CN", "随机化检验", "16_seeds"),
 ])
 def test_search_puts_a_terms_home_and_its_glossary_entry_first(browser, site, edition, word, home):
     """The review found the chapter that teaches a term tenth in the Chinese results, after every page that
@@ -255,7 +258,10 @@ def test_a_word_looked_up_in_pieces_says_so(browser, site):
 
 
 @pytest.mark.parametrize("word, written, headword", [
-    ("层归一化", "LayerNorm", "LayerNorm"), ("掩蔽", "因果 mask", "因果 mask"), ("批次", "batch", "batch")])
+    ("层归一化", "LayerNorm", "LayerNorm"), ("掩蔽", "因果 mask", "因果 mask"), ("批次", "batch", "batch"),
+    # the twelfth: an other name that some page writes (the references page: 随机化检验) but the term's own
+    # chapter does not, and the article's name (its 原文 line), are read as the chapters write them
+    ("随机化检验", "符号翻转检验", "符号翻转检验"), ("数字 token 准确率", "数字准确率", "数字准确率")])
 def test_an_other_name_is_searched_as_the_chapters_write_it(browser, site, word, written, headword):
     """The tenth Chinese review: 掩蔽 found nothing, and 层归一化 (a name of the glossary's LayerNorm entry that no
     chapter writes) listed its home chapter with a snippet that does not say it, and no word of why. An other
@@ -303,7 +309,9 @@ def test_a_word_inside_a_longer_term_is_found_where_the_book_writes_it(browser, 
 
 @pytest.mark.parametrize("edition, word, anchor", [("zh_CN", "EOS", "#term-BOS-SEP-EOS"),
                                                    ("en", "EOS", "#term-BOS-SEP-EOS"),
-                                                   ("zh_CN", "梯度范数裁剪", "#term-gradient-clipping")])
+                                                   ("zh_CN", "梯度范数裁剪", "#term-gradient-clipping"),
+                                                   ("zh_CN", "随机化检验", "#term-sign-flip-test"),
+                                                   ("zh_CN", "数字 token 准确率", "#term-digit-accuracy")])
 def test_the_glossary_result_is_the_entry_the_query_names(browser, site, edition, word, anchor):
     """The eleventh Chinese review: EOS led to the top of the glossary, not to the special tokens' entry."""
     with _searched(browser, site, word, prefix="" if edition == "en" else f"{edition}/") as (tab, results):
@@ -311,3 +319,18 @@ def test_the_glossary_result_is_the_entry_the_query_names(browser, site, edition
         hrefs, _ = _result_pages(tab)
         glossary = [h for h in hrefs if "glossary.html" in h]
         assert glossary and all(h.endswith(anchor) for h in glossary), glossary
+
+
+@pytest.mark.parametrize("edition, query", [("zh_CN", "logit lens"), ("zh_CN", "Pre-LN"), ("zh_CN", "p 值"),
+                                            ("zh_CN", "KV cache"), ("en", "logit lens")])
+def test_the_results_highlight_a_phrase_as_the_page_writes_it(browser, site, edition, query):
+    """The twelfth Chinese review: KV cache, logit lens, Pre-LN and p 值 found their pages with no word highlighted
+    (Sphinx highlighted the index keys, kv_cache_ and p值, which no page writes). Every snippet marks the phrase."""
+    pattern = _phrase(query) if " " not in query or query.isascii() else re.compile(r"p\s?值")
+    with _searched(browser, site, query, prefix="" if edition == "en" else f"{edition}/") as (tab, results):
+        tab.wait_for_timeout(1500)
+        snippets = tab.locator("#search-results ul.search li p.context").all()
+        assert snippets
+        for snippet in snippets:
+            marked = " ".join(snippet.locator("span.highlighted").all_text_contents())
+            assert pattern.search(marked), (query, snippet.inner_text()[:120], marked)

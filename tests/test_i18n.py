@@ -21,6 +21,26 @@ def test_say_shows_the_kernels_language_and_keeps_both(monkeypatch):
         i18n.language()
 
 
+def test_a_refusal_is_one_sentence_in_the_readers_language(monkeypatch, capsys):
+    """The twelfth Chinese review: a chapter's refusal printed the English template above it in the cell, and the
+    shape in two notations ([B,8] against [2, 15]). ``refused`` says it in the kernel's language, one notation."""
+    import torch
+    from revformer.generate import generate
+
+    monkeypatch.setenv(i18n.ENV, "zh_CN")
+    with i18n.refused("generate"):
+        generate(None, torch.zeros(2, 15, dtype=torch.long))
+    said = capsys.readouterr().out.strip()
+    assert said == "`generate` 抛出 `ValueError`：`prompts` 的形状应为 [B,8]，实际为 [2,15]。", said
+    monkeypatch.setenv(i18n.ENV, "en")
+    with pytest.raises(AssertionError, match="generate should have raised ValueError"):
+        with i18n.refused("generate"):
+            pass
+    with pytest.raises(TypeError):  # any other error goes through
+        with i18n.refused("generate"):
+            raise TypeError("not a refusal")
+
+
 def test_both_refuses_two_kinds_of_object():
     with pytest.raises(ValueError, match="one kind of object"):
         i18n.Both("text", 3)

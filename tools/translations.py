@@ -174,7 +174,7 @@ def package_templates() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     package = ROOT / "code" / "revformer"
     for path in sorted(package.rglob("*.py")):
-        if "solutions" in path.parts or path.name == "i18n.py":
+        if "solutions" in path.parts:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and node.args:

@@ -328,13 +328,14 @@ def glossary_letters(app, doctree):
 
 def term_homes(doctree, docname: str) -> dict[str, str]:
     """The chapter each glossary term is taught in (its entry's first link to a chapter), for the search:
-    by the term's whole headword, its Chinese and English parts and the other names its entry lists."""
+    by the term's whole headword, its Chinese and English parts (and each name of a list: EOS) and the other
+    names its entry lists."""
     from docutils import nodes
 
     homes = {}
     for item in doctree.findall(nodes.definition_list_item):
         terms = [t.astext().strip() for t in item.findall(nodes.term)]
-        for line in re.findall(r"(?:本书用语|也称|Also called|In this book)[:：]\s*([^\n]+)", item.astext()):
+        for line in re.findall(r"(?:本书用语|也称|Also called|In this book)[:：]\s*([^\n。]+)", item.astext()):
             terms += [part.strip(" .。") for part in re.split(r"[、，,;；]", line) if part.strip(" .。")]
         for ref in item.findall(nodes.reference):
             found = re.search(r"(\d\d_\w+)\.html", ref.get("refuri", ""))
@@ -342,8 +343,10 @@ def term_homes(doctree, docname: str) -> dict[str, str]:
                 home = posixpath.join(posixpath.dirname(docname), found.group(1))
                 for term in terms:
                     match = HEADWORD.fullmatch(term)
-                    homes.update(dict.fromkeys((n.lower() for n in (term, *(match.groups() if match else ()))),
-                                               home))
+                    names = [term, *(match.groups() if match else ())]
+                    # and each of an English part's comma-separated names: EOS in 特殊 token（BOS, SEP, EOS）
+                    names += [part.strip() for name in names[1:] for part in name.split(",") if part.strip()]
+                    homes.update(dict.fromkeys((n.lower() for n in names), home))
                 break
     return homes
 
@@ -381,11 +384,12 @@ def term_aliases(doctree) -> dict[str, list[str]]:
         match = HEADWORD.fullmatch(headword)
         written = match.group(1) if match else headword
         # the article's name, where it is a name (数字 Token 准确率, 梯度范数裁剪), not a sentence
-        for line in re.findall(r"原文[:：]\s*([^\n]+)", item.astext()):
+        # a line of the entry ends at a newline or a 。 (a hard line break is no newline in astext)
+        for line in re.findall(r"原文[:：]\s*([^\n。]+)", item.astext()):
             name = line.strip().rstrip("。. ")
             if re.fullmatch(r"[\u4e00-\u9fff][\u4e00-\u9fffA-Za-z ]{1,15}", name) and name != written:
                 aliases[name.lower()] = [written, written, term["ids"][0]]
-        for line in re.findall(r"也称[:：]\s*([^\n]+)", item.astext()):
+        for line in re.findall(r"也称[:：]\s*([^\n。]+)", item.astext()):
             for name in (part.strip(" .。") for part in re.split(r"[、，,;；]", line)):
                 own = HEADWORD.fullmatch(name)
                 name, words = (own.group(1), own.group(2)) if own else (name, written)

@@ -69,8 +69,8 @@ def check_token_batch(tensor, width: int, name: str) -> None:
     if not isinstance(tensor, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
     if tensor.dim() != 2 or tensor.size(1) != width:
-        raise ValueError(f"{name} must have shape [B,{width}], "
-                         f"got {list(tensor.shape)}")
+        shape = ",".join(str(n) for n in tensor.shape)
+        raise ValueError(f"`{name}` must have shape [B,{width}], got [{shape}]")
     if (tensor.dtype.is_floating_point or tensor.dtype.is_complex
             or tensor.dtype == torch.bool):
         raise ValueError(f"{name} must hold integer token ids, "
@@ -97,8 +97,8 @@ def token_name(token: int) -> str:
 
 
 def position_labels(tokens) -> list[str]:
-    """Axis labels such as ``'7 <SEP>'``: position, then token."""
-    return [f"{i} {token_name(t)}" for i, t in enumerate(list(tokens))]
+    """Axis labels such as ``'7·<SEP>'``: position, a middle dot, then token (``'10·1'``, not 101)."""
+    return [f"{i}·{token_name(t)}" for i, t in enumerate(list(tokens))]
 
 
 def format_tokens(tokens) -> str:

@@ -96,10 +96,10 @@ def generate(model, prompts: torch.Tensor, causal: bool | None = None,
     """
     check_prompts(prompts)
     if kv_cache and not uses_mask(model, causal):
-        raise ValueError("kv_cache=True needs the causal mask: without it every "
+        raise ValueError("`kv_cache=True` needs the causal mask: without it every "
                          "position reads the later ones, so the keys and values of "
                          "earlier positions change with each new token, and kept ones "
-                         "would be stale; generate with kv_cache=False")
+                         "would be stale; generate with `kv_cache=False`")
     was_training = model.training
     model.eval()
     try:

@@ -24,6 +24,7 @@ matches ``clip limit 1.0``), and the figure is drawn once more in Chinese.
 from __future__ import annotations
 
 import base64
+from contextlib import contextmanager
 import functools
 import gettext
 import os
@@ -328,6 +329,21 @@ def show(en, zh) -> None:
 
     data, metadata = Both(en, zh)._repr_mimebundle_()
     display(data, raw=True, metadata=metadata)
+
+
+@contextmanager
+def refused(call: str):
+    """``with refused("generate"): generate(model, full)``: the block must raise ``ValueError``.
+
+    Its message is said as one sentence in the reader's language (the package's messages are
+    templates of its catalogue); a block that runs through is an ``AssertionError``.
+    """
+    try:
+        yield
+    except ValueError as error:
+        say("`{call}` raises `ValueError`: {error}.", call=call, error=str(error))
+    else:
+        raise AssertionError(f"{call} should have raised ValueError")
 
 
 def say(template: str, /, **fields) -> None:

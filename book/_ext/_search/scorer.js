@@ -12,7 +12,8 @@
     return (new URLSearchParams(window.location.search).get("q") || "").toLowerCase().trim();
   }
   Scorer.score = function (result) {  // [docname, title, anchor, descr, score, filename]
-    var homes = window.REVFORMER_HOMES || {}, home = homes[query()];
+    var homes = window.REVFORMER_HOMES || {}, alias = (window.REVFORMER_ALIASES || {})[query()];
+    var home = homes[query()] || (alias && (homes[alias[0].toLowerCase()] || homes[alias[1].toLowerCase()]));
     var score = result[4];
     if (home && result[0] === home) { score += 30; }
     if (home && /(^|\/)glossary$/.test(result[0])) { score += 20; }
@@ -61,23 +62,32 @@
       return stemmer;
     };
   }
-  // 9. A glossary entry's other name that no chapter writes (层归一化, 掩码: REVFORMER_ALIASES, from the
-  //    entries' 也称 lines) is looked up as the chapters write it (LayerNorm, mask), and the results say so.
-  function onlyInGlossary(word) {
-    var index = Search._index || {}, names = index.docnames || [];
-    return [index.terms, index.titleterms].every(function (table) {
-      var files = table && table[word];
-      files = files === undefined ? [] : [].concat(files);
-      return files.every(function (file) { return /(^|\/)glossary$/.test(names[file]); });
-    });
+  // 9. A glossary entry's other name (层归一化, 掩码, 随机化检验: REVFORMER_ALIASES, from the entries' 也称 and
+  //    原文 lines) that the term's own chapter does not write is looked up as the chapters write it (LayerNorm,
+  //    mask, 符号翻转检验), and the results say so; a name the teaching chapter writes is searched as it is.
+  function files(word) {
+    var index = Search._index || {};
+    return [index.terms, index.titleterms].reduce(function (out, table) {
+      var found = table && table[word];
+      return out.concat(found === undefined ? [] : found);
+    }, []);
+  }
+  function unwrittenAt(alias, as) {
+    var index = Search._index || {}, names = index.docnames || [], homes = window.REVFORMER_HOMES || {};
+    var home = homes[as[0].toLowerCase()] || homes[as[1].toLowerCase()], holders = files(alias);
+    if (!home) {  // no teaching chapter known: only the glossary may write it
+      return holders.every(function (file) { return /(^|\/)glossary$/.test(names[file]); });
+    }
+    return holders.indexOf(names.indexOf(home)) === -1;
   }
   var split = splitQuery, inPieces = {}, readAs = {};  // the query's words looked up as their pieces (note 6),
   splitQuery = function (text) {                       // or as the chapters write them (note 9)
     var out = [], aliases = window.REVFORMER_ALIASES || {};
     Object.keys(aliases).sort(function (a, b) { return b.length - a.length; }).forEach(function (alias) {
-      if (text.toLowerCase().indexOf(alias) !== -1 && onlyInGlossary(alias)) {
+      var at = text.toLowerCase().indexOf(alias);
+      if (at !== -1 && unwrittenAt(alias, aliases[alias])) {
         readAs[alias] = aliases[alias];
-        text = text.split(alias).join(" " + aliases[alias][0] + " ");
+        text = text.slice(0, at) + " " + aliases[alias][0] + " " + text.slice(at + alias.length);
       }
     });
     var chinese = CJK.test(text), words = phrases(split(text));
@@ -164,6 +174,20 @@
     }
     return letter ? new RegExp(escaped(letter[1]) + "\\s?" + escaped(letter[2]), "i") : null;
   }
+  // The results highlight a phrase and a letter's word as the page writes them (logit lens, Pre-LN, p 值),
+  // not as their index keys (logit_lens_, p值), which no page holds.
+  var parse = Search._parseQuery;
+  Search._parseQuery = function () {
+    var parsed = parse.apply(Search, arguments), shown = new Set();
+    parsed[3].forEach(function (term) {
+      var letter = /^([a-z])([\u3400-\u9fff].*)$/.exec(term), words = term.slice(0, -1).split("_");
+      if (/^[a-z0-9_]+_$/.test(term)) { shown.add(words.join(" ")); shown.add(words.join("-")); }
+      else if (letter) { shown.add(letter[1] + " " + letter[2]); shown.add(letter[1] + letter[2]); }
+      else { shown.add(term); }
+    });
+    parsed[3] = shown;
+    return parsed;
+  };
   var summarise = Search.makeSearchSummary;
   Search.makeSearchSummary = function (htmlText, keywords, anchor) {
     var text = null, found = [], plain = [];

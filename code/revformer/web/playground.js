@@ -178,12 +178,12 @@
     return M;
   }
   function color(v) { return O.palette[Math.round(Math.max(0, Math.min(1, v)) * (O.palette.length - 1))]; }
-  function label(i) { return i + " " + name(state.result.inputs[i]); }
+  function label(i) { return i + "\u00b7" + name(state.result.inputs[i]); }  // "10·1", not 101
   function isMasked(q, k) { return state.result.causal && k > q; }  // the future: -inf before the softmax, weight 0
 
   // The heatmap's geometry, in the SVG's own units (it scales to the width; .rfp-body keeps its proportions,
   // 388/525 in _STYLE). Its text is 14 units: 12 px or more wherever the heatmap is shown 335 px wide or more
-  // (a 390 px phone); LEFT and TOP hold the longest label, "0 <BOS>", across and upright.
+  // (a 390 px phone); LEFT and TOP hold the longest label, "0·<BOS>", across and upright.
   var C = 22, FONT = 14, LEFT = 74, TOP = 92, STRIP = 40, WIDTH = LEFT + C * T + 6;
   var STRIP_Y = TOP + C * T + 10, BAR_Y = STRIP_Y + STRIP + 30, HEIGHT = BAR_Y + 45;
 
