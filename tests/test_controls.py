@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from revformer.config import ExperimentConfig, group
-from revformer.controls import (BATCH_SEEDS, DATA_SEEDS, at_step, layer0_per_sample, order_and_draw, scaled_scores,
-                                answer_margins)
+from revformer.controls import (BATCH_SEEDS, DATA_SEEDS, answer_margins, at_learning_rate, at_step,
+                                layer0_per_sample, order_and_draw, scaled_scores)
 from revformer.data import make_splits, split_inputs_labels
 from revformer.model import make_model
 from revformer.seeds_plots import paired_table, plot_paired_slope_panels, plot_paired_slopes, plot_seed_strips
@@ -53,6 +53,16 @@ def test_scaled_scores_changes_the_multiplier_and_the_steps_only():
         scaled_scores(base, 0.0)
     with pytest.raises(ValueError, match="multiple of eval_every"):
         scaled_scores(base, 2.0, steps=120)
+
+
+def test_at_learning_rate_changes_the_rate_and_the_steps_only():
+    base = ExperimentConfig()
+    fast = at_learning_rate(base, 1e-2, steps=100)
+    assert fast.train == dataclasses.replace(base.train, learning_rate=1e-2, steps=100)
+    assert fast.model == base.model and fast.data == base.data
+    assert at_learning_rate(base, 1e-3).train.steps == base.train.steps
+    with pytest.raises(ValueError, match="learning_rate"):
+        at_learning_rate(base, 0.0)
 
 
 def test_a_score_multiplier_keeps_the_initial_weights():

@@ -146,6 +146,12 @@ def test_each_edition_knows_where_its_terms_are_taught():
         # the other names of the Chinese glossary, each with the words the chapters write
         aliases = table(text, "REVFORMER_ALIASES")
         assert (aliases.get("层归一化", [None])[0] == "LayerNorm") == bool(prefix), (prefix, aliases)
+        # the thirteenth review: remarks of the 原文 lines were read as names (未使用 as detach), and 注意力头 as 头,
+        # which matches inside 从头 and 开头; and DLA, an other name, had no glossary anchor
+        assert not [name for name in aliases if re.match(r"未|没有|沿用", name)], aliases
+        assert all(len(words) > 1 for words, _, _ in aliases.values()), aliases
+        if prefix:
+            assert table(text, "REVFORMER_ANCHORS").get("dla") == "term-direct-logit-attribution"
 
 
 def _pages_with(word: str) -> set[str]:
@@ -311,7 +317,8 @@ def test_a_word_inside_a_longer_term_is_found_where_the_book_writes_it(browser, 
                                                    ("en", "EOS", "#term-BOS-SEP-EOS"),
                                                    ("zh_CN", "梯度范数裁剪", "#term-gradient-clipping"),
                                                    ("zh_CN", "随机化检验", "#term-sign-flip-test"),
-                                                   ("zh_CN", "数字 token 准确率", "#term-digit-accuracy")])
+                                                   ("zh_CN", "数字 token 准确率", "#term-digit-accuracy"),
+                                                   ("zh_CN", "DLA", "#term-direct-logit-attribution")])
 def test_the_glossary_result_is_the_entry_the_query_names(browser, site, edition, word, anchor):
     """The eleventh Chinese review: EOS led to the top of the glossary, not to the special tokens' entry."""
     with _searched(browser, site, word, prefix="" if edition == "en" else f"{edition}/") as (tab, results):

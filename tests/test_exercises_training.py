@@ -55,8 +55,9 @@ def test_right_steps_pass(fn, capsys):
     assert "all checks passed" in out and "WRONG" not in out and "raises" in out
 
 
-def _step(order, loss_of=None, **clip_kwargs):
-    """A step that runs the named calls in ``order``."""
+def _step(order, loss_of=None, cap=1.0, **clip_kwargs):
+    """A step that runs the named calls in ``order`` ("clip_value": clip_grad_value_ at
+    ``cap``)."""
     def fn(model, optimizer, x, y):
         loss = None
         for call in order:
@@ -72,6 +73,8 @@ def _step(order, loss_of=None, **clip_kwargs):
                 loss.backward()
             elif call == "clip":
                 clip(model, **clip_kwargs)
+            elif call == "clip_value":
+                torch.nn.utils.clip_grad_value_(model.parameters(), cap)
             elif call == "step":
                 optimizer.step()
         return loss.detach()
@@ -79,6 +82,9 @@ def _step(order, loss_of=None, **clip_kwargs):
 
 
 RIGHT = ("zero", "loss", "backward", "clip", "step")
+BY_VALUE = ("zero", "loss", "backward", "clip_value", "step")
+EACH_ENTRY = ("you clipped each entry, not the norm: clip_grad_value_ caps every "
+              "gradient entry on its own")
 
 
 def softmax_loss(model, x, y):
@@ -116,6 +122,10 @@ MISTAKES = [
     # the teacher's review: these two were told "step() ran before backward()", which neither did
     (_step(("zero", "loss", "backward", "clip")), "optimizer.step() is never called"),
     (_step(("zero", "loss", "backward", "zero", "clip", "step")), "zero_grad() ran between backward() and step()"),
+    # the teacher's review: clip_grad_value_ was told that clip_grad_norm_ is missing
+    # (no entry reaches a cap of 1: the weights of no clip) or that the weights differ
+    (_step(BY_VALUE), EACH_ENTRY),
+    (_step(BY_VALUE, cap=0.1), EACH_ENTRY),
     (_step(RIGHT, softmax_loss), "a softmax ran before the cross-entropy"),
     (_step(RIGHT, mean_over_14), "divided by B x 14"),
     (_step(RIGHT, labels_from_inputs), "the loss counts the prompt positions 0-6 too"),
@@ -130,6 +140,19 @@ def test_each_mistake_has_its_diagnosis(fn, message, wrong_report):
     assert check_train_step(fn) is False
     out = wrong_report()
     assert message in out, out
+
+
+def test_the_value_clip_is_watched_only_while_the_reader_steps(capsys):
+    def crashes_after_clipping(model, optimizer, x, y):
+        _step(BY_VALUE)(model, optimizer, x, y)
+        raise ValueError("a bug after the clip")
+
+    plain = torch.nn.utils.clip_grad_value_
+    for fn in (_step(BY_VALUE), crashes_after_clipping):
+        assert check_train_step(fn) is False
+        assert torch.nn.utils.clip_grad_value_ is plain
+        assert torch.nn.utils.clip_grad.clip_grad_value_ is plain
+    assert "ERROR ValueError" in capsys.readouterr().out
 
 
 def test_the_clipping_case_clips():

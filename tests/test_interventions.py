@@ -95,7 +95,7 @@ def test_replacing_a_head_by_its_mean_is_not_zeroing_it():
         with pytest.raises(ValueError, match=match):
             with replaced_heads(model, {bad: mean}):
                 pass
-    with pytest.raises(ValueError, match=r"must be \[16\] or \[T,16\]"):
+    with pytest.raises(ValueError, match=r"must be \[16\], \[T,16\] or \[B,T,16\]"):
         with replaced_heads(model, {(0, 1): torch.zeros(14, 8)}):
             pass
     assert no_hooks_left(model)
@@ -113,6 +113,27 @@ def test_a_mean_per_position_replaces_the_right_positions_at_every_length():
     with pytest.raises(ValueError, match="has 5 positions"):
         with replaced_heads(model, {(1, 0): mean[:5]}):
             model(ids)
+    assert no_hooks_left(model)
+
+
+def test_resample_ablation_hands_on_each_samples_own_replacement():
+    """A [B,T,Dh] replacement: sample b gets row b, at the positions of the call. Handing a head its
+    own outputs changes nothing; its outputs on the previous sample give the other sample's write."""
+    model = make_model(seed=5).double()
+    ids = torch.randint(0, 13, (4, 14))
+    own = head_outputs(model, ids)[0][:, 2]                    # [4,14,Dh]
+    plain, _ = model(ids)
+    with replaced_heads(model, {(0, 2): own}):
+        same, _ = model(ids)
+        short, _ = model(ids[:, :9])
+    torch.testing.assert_close(same, plain)
+    torch.testing.assert_close(short, plain[:, :9])
+    with replaced_heads(model, {(0, 2): own.roll(1, dims=0)}):
+        moved = head_outputs(model, ids)[0]
+    assert not torch.allclose(moved[0, 2], own[0])  # head_outputs records what the head computes
+    with replaced_heads(model, {(0, 2): own.roll(1, dims=0)}), pytest.raises(ValueError,
+                                                                           match="has 4 samples"):
+        model(ids[:2])
     assert no_hooks_left(model)
 
 

@@ -364,6 +364,10 @@ def term_anchors(doctree) -> dict[str, str]:
         match = HEADWORD.fullmatch(headword)
         names = [headword, *(match.groups() if match else ())]
         names += [part.strip() for name in list(names) for part in name.split(",") if part.strip()]
+        # and the other names of its entry (DLA in 直接 logit 归因's 也称 line)
+        item = term.parent
+        for line in re.findall(r"也称[:：]\s*([^\n。]+)", item.astext()):
+            names += [part.strip(" .。") for part in re.split(r"[、，,;；]", line) if part.strip(" .。")]
         anchors.update({name.lower(): term["ids"][0] for name in names})
     return anchors
 
@@ -387,13 +391,17 @@ def term_aliases(doctree) -> dict[str, list[str]]:
         # a line of the entry ends at a newline or a 。 (a hard line break is no newline in astext)
         for line in re.findall(r"原文[:：]\s*([^\n。]+)", item.astext()):
             name = line.strip().rstrip("。. ")
-            if re.fullmatch(r"[\u4e00-\u9fff][\u4e00-\u9fffA-Za-z ]{1,15}", name) and name != written:
+            # a name, not a remark about one (未使用, 没有名称, 沿用英文)
+            if (re.fullmatch(r"[\u4e00-\u9fff][\u4e00-\u9fffA-Za-z ]{1,15}", name) and name != written
+                    and not re.match(r"未|没有|沿用|不", name)):
                 aliases[name.lower()] = [written, written, term["ids"][0]]
         for line in re.findall(r"也称[:：]\s*([^\n。]+)", item.astext()):
             for name in (part.strip(" .。") for part in re.split(r"[、，,;；]", line)):
                 own = HEADWORD.fullmatch(name)
                 name, words = (own.group(1), own.group(2)) if own else (name, written)
-                if re.search(r"[\u3400-\u9fff]", name) and name != words:
+                # a one-character word (头) would match inside others (从头, 开头): such a name is searched as written
+                if (re.search(r"[\u3400-\u9fff]", name) and name != words
+                        and not re.fullmatch(r"[\u3400-\u9fff]", words)):
                     aliases[name.lower()] = [words, written, term["ids"][0]]
     return aliases
 

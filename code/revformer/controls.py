@@ -57,6 +57,12 @@ def scaled_scores(config: ExperimentConfig, multiplier: float, steps: int | None
     return dataclasses.replace(config, model=model, train=train)
 
 
+def at_learning_rate(config: ExperimentConfig, rate: float, steps: int | None = None) -> ExperimentConfig:
+    """``config`` trained at the constant learning rate ``rate``, and for ``steps`` steps if given."""
+    changes = {"learning_rate": rate} if steps is None else {"learning_rate": rate, "steps": steps}
+    return dataclasses.replace(config, train=dataclasses.replace(config.train, **changes))
+
+
 def at_step(curve, step: int) -> tuple[float, float]:
     """``(val_loss, val_sequence_accuracy)`` of a learning curve ``[(step, loss, accuracy), ...]`` at ``step``."""
     for s, loss, accuracy in curve:

@@ -81,8 +81,8 @@ def tr(template: str, lang: str | None = None, /, **fields) -> str:
     # so is a field that is English text the catalogue knows (the package's budget line, say)
     # a list of Messages is one line each (the rows of a table)
     fields = {k: v.render(lang) if isinstance(v, (Message, Series)) else v.markdown(lang) if isinstance(v, Bilingual)
-              else "\n".join(x.render(lang) for x in v) if _messages(v) else _yes_no(v, lang)
-              for k, v in fields.items()}
+              else "\n".join(x.render(lang) for x in v) if _messages(v) else _shape(v) if _is_shape(v)
+              else _yes_no(v, lang) for k, v in fields.items()}
     try:
         return translated.format(**fields)
     except (KeyError, IndexError) as error:
@@ -145,6 +145,16 @@ def variant(template: str, lang: str, fields: dict) -> str | None:
 def unfilled(template: str, lang: str | None = None, /) -> str:
     """``template`` in ``lang`` with its ``{fields}`` left for a script to fill (the playground's, a quiz's)."""
     return tr(template, lang, **{name: "{" + name + "}" for name in _fields(template)})
+
+
+def _is_shape(value) -> bool:
+    """A tensor's or an array's shape: a ``torch.Size``, or a tuple of ints (NumPy's)."""
+    return isinstance(value, tuple) and all(type(n) is int for n in value)  # torch.Size is a tuple
+
+
+def _shape(value) -> str:
+    """A shape in the book's one notation, ``[15,64]`` (as ``[B,T,D]``), not Python's ``(15, 64)``."""
+    return "[" + ",".join(map(str, value)) + "]"
 
 
 def _messages(value) -> bool:

@@ -9,7 +9,8 @@ again when its ``with`` block ends. The taught classes stay as they are.
 - ``zeroed_heads(model, [(layer, head), ...])``: those heads hand zeros to
   their layer's output projection (zero ablation, or *knockout*).
 - ``replaced_heads(model, {(layer, head): value})``: a head hands ``value``
-  instead, such as its mean output over a data set (*mean ablation*).
+  instead, such as its mean output over a data set (*mean ablation*), or its
+  output on other samples (*resample ablation*).
 - ``replaced_sublayers(model, {(layer, "attention" | "ffn"): value})``: a
   whole attention or feed-forward sublayer adds ``value`` (or 0) instead.
 
@@ -112,14 +113,17 @@ def _guard(model, layers) -> list:
     return hooks
 
 
-def _positions(value: torch.Tensor, length: int, what) -> torch.Tensor:
-    """A ``[T,W]`` replacement cut to the ``length`` positions of this call; a
-    ``[W]`` one as it is."""
-    if value.dim() == 2:
-        if value.size(0) < length:
-            raise ValueError(f"the [T,W] output for {what} has {value.size(0)} "
+def _positions(value: torch.Tensor, length: int, what, batch: int) -> torch.Tensor:
+    """A ``[T,W]`` or ``[B,T,W]`` replacement cut to the ``length`` positions of
+    this call; a ``[W]`` one as it is."""
+    if value.dim() == 3 and value.size(0) != batch:
+        raise ValueError(f"the [B,T,W] output for {what} has {value.size(0)} "
+                         f"samples; this call has {batch}")
+    if value.dim() >= 2:
+        if value.size(-2) < length:
+            raise ValueError(f"the output for {what} has {value.size(-2)} "
                              f"positions; this call needs {length}")
-        return value[:length]
+        return value[..., :length, :]
     return value
 
 
@@ -129,10 +133,12 @@ def replaced_heads(model, replacements: dict):
     projection.
 
     ``replacements`` maps ``(layer, head)`` to the output that head hands on
-    instead: ``[T,Dh]`` (one vector per position) or ``[Dh]``. Its mean over a
-    data set gives *mean ablation*: it removes what the head says about this
-    sample and keeps its average (a vector the head need not ever output);
-    zeros give ``zeroed_heads``, which also removes that average.
+    instead: ``[B,T,Dh]`` (one per sample of the call), ``[T,Dh]`` (one vector
+    per position) or ``[Dh]``. Its mean over a data set gives *mean ablation*:
+    it removes what the head says about this sample and keeps its average (a
+    vector the head need not ever output); zeros give ``zeroed_heads``, which
+    also removes that average. Its output on other samples gives *resample
+    ablation*: an output the head does give, about the wrong sample.
     """
     blocks = model.blocks
     by_layer: dict[int, dict[int, torch.Tensor]] = {}
@@ -148,9 +154,9 @@ def replaced_heads(model, replacements: dict):
                              f"and heads 0-{blocks[0].attention.num_heads - 1}")
         value = torch.as_tensor(value)
         head_dim = blocks[layer].attention.head_dim
-        if value.dim() not in (1, 2) or value.size(-1) != head_dim:
-            raise ValueError(f"the output of head {pair} must be [{head_dim}] "
-                             f"or [T,{head_dim}], got {list(value.shape)}")
+        if value.dim() not in (1, 2, 3) or value.size(-1) != head_dim:
+            raise ValueError(f"the output of head {pair} must be [{head_dim}], "
+                             f"[T,{head_dim}] or [B,T,{head_dim}], got {list(value.shape)}")
         by_layer.setdefault(layer, {})[head] = value
 
     def replace_for(layer):
@@ -160,7 +166,8 @@ def replaced_heads(model, replacements: dict):
             # [B,H,T,Dh], a copy to change
             heads = attention.split_heads(args[0]).clone()
             for head, value in by_layer[layer].items():
-                heads[:, head] = (_positions(value, heads.size(2), (layer, head))
+                heads[:, head] = (_positions(value, heads.size(2), (layer, head),
+                                             heads.size(0))
                                   .to(heads.device, heads.dtype))
             return (attention.merge_heads(heads),)
         return replace
@@ -228,7 +235,7 @@ def replaced_sublayers(model, replacements: dict):
         def hook(module, args, output):
             # attention returns (x, weights)
             out = output[0] if isinstance(output, tuple) else output
-            value = (_positions(checked[key], out.size(1), key)
+            value = (_positions(checked[key], out.size(1), key, out.size(0))
                      .to(out.device, out.dtype).expand_as(out))
             return (value, output[1]) if isinstance(output, tuple) else value
         layer, part = key

@@ -206,7 +206,8 @@
                  ell: "ℓ", cdot: "·", times: "×", odot: "⊙", to: "→", rightarrow: "→", sqrt: "√", in: "∈",
                  top: "ᵀ", dots: "…", ldots: "…", cdots: "⋯", alpha: "α", beta: "β", gamma: "γ", sigma: "σ",
                  mu: "μ", epsilon: "ε", varepsilon: "ε", lambda: "λ", theta: "θ", quad: " ", qquad: " ",
-                 left: "", right: "", big: "", Big: ""};
+                 left: "", right: "", big: "", Big: "", bigl: "", bigr: "", Bigl: "", Bigr: "",
+                 lVert: "‖", rVert: "‖", Vert: "‖", lvert: "|", rvert: "|"};
   function plain(tex) {
     return tex.replace(/\\[()\[\]]/g, "")
       .replace(/\\frac\{(\w+)\}\{(\w+)\}/g, "$1/$2")

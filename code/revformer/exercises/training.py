@@ -21,10 +21,13 @@ A wrong step is named by the usual mistake it reproduces (no ``zero_grad``,
 ``step()`` before ``backward()``, never called, or after a ``zero_grad()`` that
 emptied the gradients, clipping after the step or not at all, a
 softmax before the loss, the prompt positions in the loss), found by running
-each mistake on its own copy and comparing.
+each mistake on its own copy and comparing. A ``clip_grad_value_`` in place of
+``clip_grad_norm_`` is named from the calls the step made, since a cap that no
+gradient entry reaches leaves the same weights as no clip at all.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 
@@ -168,6 +171,32 @@ def _spy(model, optimizer, steps: list) -> None:
     model.lm_head.weight.register_post_accumulate_grad_hook(lambda _: steps[-1].append("backward"))
 
 
+@contextlib.contextmanager
+def _spy_value_clip(steps: list):
+    """Record in the last list of ``steps`` each call of
+    ``torch.nn.utils.clip_grad_value_``.
+
+    The chapter shows that function beside ``clip_grad_norm_``, so a reader may
+    reach for it; its weights cannot name it (under its cap it changes nothing,
+    which is no clip), so the call itself is recorded, for the reader's steps only.
+    """
+    plain = torch.nn.utils.clip_grad_value_
+
+    def clip_grad_value_(*args, **kwargs):
+        steps[-1].append("clip_value")
+        return plain(*args, **kwargs)
+
+    # the name the chapter calls, and the module that defines it
+    homes = (torch.nn.utils, torch.nn.utils.clip_grad)
+    for home in homes:
+        home.clip_grad_value_ = clip_grad_value_
+    try:
+        yield
+    finally:
+        for home in homes:
+            home.clip_grad_value_ = plain
+
+
 def _no_update(calls: list) -> Message:
     """Why a step moved no weight, from the order of its calls."""
     if "step" not in calls:
@@ -179,6 +208,12 @@ def _no_update(calls: list) -> Message:
     return _STEP_BEFORE
 
 
+_VALUE_CLIP = Message(
+    "you clipped each entry, not the norm: clip_grad_value_ caps every gradient entry "
+    "on its own, which changes the gradient's direction, and leaves a gradient of many "
+    "small entries as it is, however large its norm. Clip the joint norm at {clip}: "
+    "clip_grad_norm_(model.parameters(), {clip}, error_if_nonfinite=True)",
+    clip=CLIP_NORM)
 _UNCLIPPED = Message("the update used the unclipped gradient: clip_grad_norm_ is missing, or it "
                       "ran before backward() had written the gradients. Clip after backward() and "
                       "before step()")
@@ -271,7 +306,8 @@ def _run_reader(checker: Checker, fn, model, make_opt, batches, where: str):
     for x, y in batches:
         calls.append([])
         try:
-            got = checker.call(fn, model, optimizer, x.clone(), y.clone())
+            with _spy_value_clip(calls):
+                got = checker.call(fn, model, optimizer, x.clone(), y.clone())
         except Unfinished:
             line = checker.lines[-1]
             if "batch_size" in line or "shape" in line:
@@ -288,7 +324,11 @@ def _run_reader(checker: Checker, fn, model, make_opt, batches, where: str):
 def _diagnose(checker: Checker, fn_record, model, make_opt, batches, where: str, reference,
               calls) -> None:
     """Name the usual mistake the reader's step reproduces, or describe the symptom."""
+    value_clip = any("clip_value" in step for step in calls)
     for mistake, meaning in _MISTAKES:
+        if value_clip and mistake is _no_clip:
+            # a clip_grad_value_ whose cap no entry reached: it clipped, the wrong thing
+            continue
         other = _trajectory(mistake, model, make_opt, batches)
         if _matches(fn_record, other):
             if meaning is _STEP_BEFORE:  # no weight moved: the order of the calls says why
@@ -299,6 +339,10 @@ def _diagnose(checker: Checker, fn_record, model, make_opt, batches, where: str,
                 continue
             expect(checker, False, "", Message("{where}: {problem}", where=where, problem=meaning))
             return
+    if value_clip:
+        expect(checker, False, "",
+               Message("{where}: {problem}", where=where, problem=_VALUE_CLIP))
+        return
     (mine, _), (theirs, _) = fn_record, reference
     start = _params(model)
     for number, ((a, p), (b, q)) in enumerate(zip(mine, theirs), start=1):
