@@ -157,6 +157,10 @@ NUMBER_CASES = [
     ("95%", 96.0, 0.5, 95.0),  # the answer is given in percent
     ("\u7ea60.003", None, 0.0, 0.003), ("\u5927\u7ea6 12", None, 0.0, 12.0), ("~0.5", None, 0.0, 0.5),  # about
     ("\u767e\u5206\u4e4b99.6", 0.996, 0.001, 0.996), ("\u767e\u5206\u4e4b99.6", 99.6, 0.1, 99.6),
+    # the thirteenth Chinese review: a sentence's full stop after the number, "in all", a fraction
+    ("0.125\u3002", None, 0.0, 0.125), ("224\u3002", None, 0.0, 224.0), ("0\u3002125\u3002", None, 0.0, 0.125),
+    ("\u5171 224 \u4e2a", None, 0.0, 224.0), ("1/8", None, 0.0, 0.125), ("\uff11\uff0f\uff18", None, 0.0, 0.125),
+    ("1/0", None, 0.0, None), ("1/2/3", None, 0.0, None),
     ("%", None, 0.0, None), ("个", None, 0.0, None), ("2个3", None, 0.0, None),
     ("", None, 0.0, None), ("abc", None, 0.0, None), ("1.2.3", None, 0.0, None), ("0x10", None, 0.0, None),
     ("inf", None, 0.0, None), ("1,2,3", None, 0.0, None), ("1.234,5", None, 0.0, None),

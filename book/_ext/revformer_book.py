@@ -202,7 +202,8 @@ CHROME_ZH = {"Toggle primary sidebar": "切换主侧栏", "Toggle secondary side
              "Link to this heading": "链接到此标题", "Link to this image": "链接到此图片",
              "Link to this term": "链接到此术语", "列印成 PDF": "打印为 PDF", "Download this page": "下载本页",
              "Download source file": "下载源文件", "Fullscreen mode": "全屏模式", "Table of contents": "目录",
-             "Skip to main content": "跳到主要内容", "Back to top": "回到顶部"}
+             "Skip to main content": "跳到主要内容", "Back to top": "回到顶部",
+             "Main": "正文", "Page": "本页"}  # the navigation landmarks' labels
 
 
 def chrome_in_chinese(app, exception):
@@ -391,9 +392,9 @@ def term_aliases(doctree) -> dict[str, list[str]]:
         # a line of the entry ends at a newline or a 。 (a hard line break is no newline in astext)
         for line in re.findall(r"原文[:：]\s*([^\n。]+)", item.astext()):
             name = line.strip().rstrip("。. ")
-            # a name, not a remark about one (未使用, 没有名称, 沿用英文)
+            # a name, not a remark about one (未涉及, 用到但未命名, 沿用英文)
             if (re.fullmatch(r"[\u4e00-\u9fff][\u4e00-\u9fffA-Za-z ]{1,15}", name) and name != written
-                    and not re.match(r"未|没有|沿用|不", name)):
+                    and not re.search(r"^(?:未|没有|沿用|不|用到)|命名", name)):
                 aliases[name.lower()] = [written, written, term["ids"][0]]
         for line in re.findall(r"也称[:：]\s*([^\n。]+)", item.astext()):
             for name in (part.strip(" .。") for part in re.split(r"[、，,;；]", line)):

@@ -92,11 +92,14 @@ _SCRIPT = r"""<script>
 # (95% is 0.95) unless the answer is given in percent (the reading nearer the answer).
 _READ_NUMBER_JS = r"""  function readNumber(text, answer, tolerance) {  // {value, ambiguous: null or [decimal, whole]}
     var t = String(text).replace(/[\uff10-\uff19]/g, function (c) { return String(c.charCodeAt(0) - 0xff10); })
+      .replace(/\s/g, "").replace(/[\u3002\uff61\uff0e]$/, "")  // a sentence's full stop after it
       .replace(/[\uff0e\u3002\uff61]/g, ".").replace(/\uff0c/g, ",").replace(/\uff0b/g, "+")
       .replace(/[\uff0d\u2212]/g, "-").replace(/\uff05/g, "%").replace(/\s/g, "")
       .replace(/[\u4e00-\u9fff]+$/, "")  // a counter word after the number (U+4E2A, U+6B65 ...)
-      .replace(/^(\u5927?\u7ea6|~|\u2248)/, "")  // "about" before it (U+7EA6, U+5927 U+7EA6, ~)
+      .replace(/^(\u5927?\u7ea6|~|\u2248|\u5171)/, "")  // "about" or "in all" before it (U+7EA6, U+5171, ~)
       .replace(/^\u767e\u5206\u4e4b(.+)$/, "$1%");  // "per hundred" before it: a percentage
+    var fraction = /^([-+]?\d+)[\/\uff0f](\d+)$/.exec(t);  // 1/8, as the feedback writes it
+    if (fraction && Number(fraction[2]) > 0) { return {value: Number(fraction[1]) / Number(fraction[2]), ambiguous: null}; }
     var percent = /%$/.test(t);
     if (percent) { t = t.slice(0, -1); }
     var r = readPlain(t, answer, tolerance);
@@ -145,8 +148,12 @@ def read_number(text: str, answer: float | None = None, tolerance: float = 0.0) 
     ``"1,234"`` may be 1.234 or 1234: the reading near ``answer`` (within ``tolerance`` or half the answer)
     if only one is, else ``Reading(None, ("1.234", "1234"))``, a question to ask.
     """
-    t = re.sub(r"[\u4e00-\u9fff]+$", "", re.sub(r"\s", "", ascii_digits(text)))  # a counter word (U+4E2A ...)
-    t = re.sub(r"^(\u5927?\u7ea6|~|\u2248)", "", t)  # "about" before it
+    t = re.sub(r"[\u3002\uff61\uff0e]$", "", re.sub(r"\s", "", str(text)))  # a sentence's full stop after it
+    t = re.sub(r"[\u4e00-\u9fff]+$", "", ascii_digits(t))  # a counter word (U+4E2A ...)
+    t = re.sub(r"^(\u5927?\u7ea6|~|\u2248|\u5171)", "", t)  # "about" or "in all" before it
+    fraction = re.fullmatch(r"([-+]?\d+)[/\uff0f](\d+)", t)  # 1/8, as the feedback writes it
+    if fraction and int(fraction.group(2)) > 0:
+        return Reading(int(fraction.group(1)) / int(fraction.group(2)))
     t = re.sub(r"^\u767e\u5206\u4e4b(.+)$", r"\1%", t)  # "per hundred" before it: a percentage
     if t.endswith("%"):  # 95% is 0.95, or 95 where the answer is given in percent
         read = _read_plain(t[:-1], answer, tolerance)

@@ -439,7 +439,8 @@ def _controls(uid: str, o: dict, t: dict, shown: set) -> str:
                     f'<select id="{uid}-group" class="rfp-group">{options}</select></span>')
     else:
         fixed = e(o["groupText"][o["groups"][0]])
-        rows.append(f'<span class="rfp-field rfp-model">{t["modelFixed"]} <b>{fixed}</b></span>')
+        # no space in the markup: the CSS spaces the name after "Model:", not after "模型："
+        rows.append(f'<span class="rfp-field rfp-model">{t["modelFixed"]}<b>{fixed}</b></span>')
     if "mask" in shown:  # a check box drawn as a switch (_STYLE): Space and a click toggle it as ever
         rows.append(f'<span class="rfp-field rfp-switch"><input type="checkbox" id="{uid}-mask" class="rfp-mask">'
                     f'<label for="{uid}-mask">{t["causalMask"]}</label> <span class="rfp-mask-note"></span></span>')
@@ -558,7 +559,7 @@ html[data-theme=dark] .bd-content div.cell_output div.output.text_html:has(> .rf
 .rf-playground .rfp-field[hidden]{display:none}
 .rf-playground .rfp-field>label{margin:0;font-size:.875em;font-weight:600;color:var(--rfp-muted)}
 .rf-playground .rfp-group-field{flex:1 1 100%}
-.rf-playground .rfp-model{display:block;font-size:.875em;color:var(--rfp-muted)}.rf-playground .rfp-model b{font-weight:600;color:var(--rfp-text)}
+.rf-playground .rfp-model{display:block;font-size:.875em;color:var(--rfp-muted)}.rf-playground .rfp-model b{font-weight:600;color:var(--rfp-text);margin-left:.3em}.rf-playground:lang(zh) .rfp-model b{margin-left:0}
 .rf-playground input[type=text],.rf-playground select,.rf-playground button{font:inherit;color:var(--rfp-text);background-color:var(--rfp-field);border:1px solid var(--rfp-border);border-radius:6px;padding:.3em .6em;margin:0;min-height:40px;max-width:100%}
 .rf-playground input.rfp-digits{font:600 1.3em/1.2 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;letter-spacing:.14em;width:9.6em;max-width:100%;padding:.25em .5em}
 .rf-playground button{cursor:pointer}.rf-playground button:hover{border-color:var(--rfp-primary)}

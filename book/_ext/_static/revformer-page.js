@@ -85,7 +85,7 @@
       if (!caption.parentNode.querySelector("a.rf-zoomable")) { return; }
       var hint = document.createElement("span");
       hint.className = "rf-zoom-hint";
-      hint.textContent = " " + WORDS.hint;
+      hint.textContent = (zh ? "" : " ") + WORDS.hint;  // Chinese sets no space after 。
       (caption.querySelector("p") || caption).appendChild(hint);
     });
   }
