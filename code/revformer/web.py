@@ -439,7 +439,7 @@ def _controls(uid: str, o: dict, t: dict, shown: set) -> str:
                     f'<select id="{uid}-group" class="rfp-group">{options}</select></span>')
     else:
         fixed = e(o["groupText"][o["groups"][0]])
-        # no space in the markup: the CSS spaces the name after "Model:", not after "模型："
+        # no space in the markup: the CSS spaces the name after "Model:", not after a full-width colon
         rows.append(f'<span class="rfp-field rfp-model">{t["modelFixed"]}<b>{fixed}</b></span>')
     if "mask" in shown:  # a check box drawn as a switch (_STYLE): Space and a click toggle it as ever
         rows.append(f'<span class="rfp-field rfp-switch"><input type="checkbox" id="{uid}-mask" class="rfp-mask">'
