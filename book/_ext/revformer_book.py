@@ -327,6 +327,13 @@ def glossary_letters(app, doctree):
         glossary.parent.insert(glossary.parent.index(glossary), nodes.raw("", html, format="html"))
 
 
+def _listed_names(text: str, labels: str) -> list[str]:
+    """The names a glossary entry lists after one of ``labels`` (``也称：A、B。``), split at its commas; a line
+    ends at a newline or a 。 (a hard line break is no newline in ``astext``)."""
+    return [part.strip(" .。") for line in re.findall(rf"(?:{labels})[:：]\s*([^\n。]+)", text)
+            for part in re.split(r"[、，,;；]", line) if part.strip(" .。")]
+
+
 def term_homes(doctree, docname: str) -> dict[str, str]:
     """The chapter each glossary term is taught in (its entry's first link to a chapter), for the search:
     by the term's whole headword, its Chinese and English parts (and each name of a list: EOS) and the other
@@ -336,8 +343,7 @@ def term_homes(doctree, docname: str) -> dict[str, str]:
     homes = {}
     for item in doctree.findall(nodes.definition_list_item):
         terms = [t.astext().strip() for t in item.findall(nodes.term)]
-        for line in re.findall(r"(?:本书用语|也称|Also called|In this book)[:：]\s*([^\n。]+)", item.astext()):
-            terms += [part.strip(" .。") for part in re.split(r"[、，,;；]", line) if part.strip(" .。")]
+        terms += _listed_names(item.astext(), "本书用语|也称|Also called|In this book")
         for ref in item.findall(nodes.reference):
             found = re.search(r"(\d\d_\w+)\.html", ref.get("refuri", ""))
             if found:
@@ -365,10 +371,7 @@ def term_anchors(doctree) -> dict[str, str]:
         match = HEADWORD.fullmatch(headword)
         names = [headword, *(match.groups() if match else ())]
         names += [part.strip() for name in list(names) for part in name.split(",") if part.strip()]
-        # and the other names of its entry (DLA in 直接 logit 归因's 也称 line)
-        item = term.parent
-        for line in re.findall(r"也称[:：]\s*([^\n。]+)", item.astext()):
-            names += [part.strip(" .。") for part in re.split(r"[、，,;；]", line) if part.strip(" .。")]
+        names += _listed_names(term.parent.astext(), "也称")  # DLA in 直接 logit 归因's 也称 line
         anchors.update({name.lower(): term["ids"][0] for name in names})
     return anchors
 
@@ -396,14 +399,13 @@ def term_aliases(doctree) -> dict[str, list[str]]:
             if (re.fullmatch(r"[\u4e00-\u9fff][\u4e00-\u9fffA-Za-z ]{1,15}", name) and name != written
                     and not re.search(r"^(?:未|没有|沿用|不|用到)|命名", name)):
                 aliases[name.lower()] = [written, written, term["ids"][0]]
-        for line in re.findall(r"也称[:：]\s*([^\n。]+)", item.astext()):
-            for name in (part.strip(" .。") for part in re.split(r"[、，,;；]", line)):
-                own = HEADWORD.fullmatch(name)
-                name, words = (own.group(1), own.group(2)) if own else (name, written)
-                # a one-character word (头) would match inside others (从头, 开头): such a name is searched as written
-                if (re.search(r"[\u3400-\u9fff]", name) and name != words
-                        and not re.fullmatch(r"[\u3400-\u9fff]", words)):
-                    aliases[name.lower()] = [words, written, term["ids"][0]]
+        for name in _listed_names(item.astext(), "也称"):
+            own = HEADWORD.fullmatch(name)
+            name, words = (own.group(1), own.group(2)) if own else (name, written)
+            # a one-character word (头) would match inside others (从头, 开头): such a name is searched as written
+            if (re.search(r"[\u3400-\u9fff]", name) and name != words
+                    and not re.fullmatch(r"[\u3400-\u9fff]", words)):
+                aliases[name.lower()] = [words, written, term["ids"][0]]
     return aliases
 
 

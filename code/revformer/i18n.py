@@ -24,12 +24,12 @@ matches ``clip limit 1.0``), and the figure is drawn once more in Chinese.
 from __future__ import annotations
 
 import base64
-from contextlib import contextmanager
 import functools
 import gettext
 import os
 import re
 import string
+from contextlib import contextmanager
 from pathlib import Path
 
 LANGUAGES = ("en", "zh_CN")

@@ -94,7 +94,7 @@ _READ_NUMBER_JS = r"""  function readNumber(text, answer, tolerance) {  // {valu
     var t = String(text).replace(/[\uff10-\uff19]/g, function (c) { return String(c.charCodeAt(0) - 0xff10); })
       .replace(/\s/g, "").replace(/[\u3002\uff61\uff0e]$/, "")  // a sentence's full stop after it
       .replace(/[\uff0e\u3002\uff61]/g, ".").replace(/\uff0c/g, ",").replace(/\uff0b/g, "+")
-      .replace(/[\uff0d\u2212]/g, "-").replace(/\uff05/g, "%").replace(/\s/g, "")
+      .replace(/[\uff0d\u2212]/g, "-").replace(/\uff05/g, "%")
       .replace(/[\u4e00-\u9fff]+$/, "")  // a counter word after the number (U+4E2A, U+6B65 ...)
       .replace(/^(\u5927?\u7ea6|~|\u2248|\u5171)/, "")  // "about" or "in all" before it (U+7EA6, U+5171, ~)
       .replace(/^\u767e\u5206\u4e4b(.+)$/, "$1%");  // "per hundred" before it: a percentage

@@ -11,9 +11,14 @@
   function query() {
     return (new URLSearchParams(window.location.search).get("q") || "").toLowerCase().trim();
   }
+  // the chapter that teaches an alias's term (REVFORMER_ALIASES: [as written, headword, anchor])
+  function homeOf(alias) {
+    var homes = window.REVFORMER_HOMES || {};
+    return homes[alias[0].toLowerCase()] || homes[alias[1].toLowerCase()];
+  }
   Scorer.score = function (result) {  // [docname, title, anchor, descr, score, filename]
-    var homes = window.REVFORMER_HOMES || {}, alias = (window.REVFORMER_ALIASES || {})[query()];
-    var home = homes[query()] || (alias && (homes[alias[0].toLowerCase()] || homes[alias[1].toLowerCase()]));
+    var alias = (window.REVFORMER_ALIASES || {})[query()];
+    var home = (window.REVFORMER_HOMES || {})[query()] || (alias && homeOf(alias));
     var score = result[4];
     if (home && result[0] === home) { score += 30; }
     if (home && /(^|\/)glossary$/.test(result[0])) { score += 20; }
@@ -73,8 +78,8 @@
     }, []);
   }
   function unwrittenAt(alias, as) {
-    var index = Search._index || {}, names = index.docnames || [], homes = window.REVFORMER_HOMES || {};
-    var home = homes[as[0].toLowerCase()] || homes[as[1].toLowerCase()], holders = files(alias);
+    var index = Search._index || {}, names = index.docnames || [];
+    var home = homeOf(as), holders = files(alias);
     if (!home) {  // no teaching chapter known: only the glossary may write it
       return holders.every(function (file) { return /(^|\/)glossary$/.test(names[file]); });
     }
