@@ -122,15 +122,21 @@ def test_bad_shapes_rejected():
         MultiHeadSelfAttention()(torch.randn(2, 14, 32))
 
 
-def test_fewer_queries_are_the_last_rows_of_the_full_attention():
+def test_unmasked_fewer_queries_are_the_last_rows_and_the_mask_needs_them_all():
+    """Chapter 20's newest query: alone and unmasked, it reads what the last row of
+    the masked attention reads; with the mask, q must hold every position."""
     g = torch.Generator().manual_seed(4)
     q, k, v = (torch.randn(2, 4, 14, 16, generator=g, dtype=torch.float64) for _ in range(3))
-    for causal in (True, False):
-        full_out, full_w = scaled_dot_product_attention(q, k, v, causal)
-        out, w = scaled_dot_product_attention(q[:, :, 7:], k, v, causal)
-        assert w.shape == (2, 4, 7, 14)
-        torch.testing.assert_close(out, full_out[:, :, 7:], rtol=1e-12, atol=1e-12)
-        torch.testing.assert_close(w, full_w[:, :, 7:], rtol=1e-12, atol=1e-12)
+    full_out, full_w = scaled_dot_product_attention(q, k, v, causal=True)
+    out, w = scaled_dot_product_attention(q[:, :, -1:], k, v, causal=False)
+    assert w.shape == (2, 4, 1, 14)
+    torch.testing.assert_close(out, full_out[:, :, -1:], rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(w, full_w[:, :, -1:], rtol=1e-12, atol=1e-12)
+    open_out, _ = scaled_dot_product_attention(q, k, v, causal=False)
+    out, _ = scaled_dot_product_attention(q[:, :, 7:], k, v, causal=False)
+    torch.testing.assert_close(out, open_out[:, :, 7:], rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="without the mask, q may hold fewer"):
+        scaled_dot_product_attention(q[:, :, 7:], k, v, causal=True)
     with pytest.raises(ValueError, match="must have shape"):
         scaled_dot_product_attention(torch.randn(1, 1, 15, 4), torch.randn(1, 1, 14, 4), torch.randn(1, 1, 14, 4))
 

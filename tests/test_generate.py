@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from revformer.data import EOS, encode
-from revformer.generate import generate, score
+from revformer.generate import KVCache, generate, score
 from revformer.model import make_model
 
 
@@ -115,8 +115,7 @@ def _trained_small(seed=3, steps=100):
     splits = make_splits()
     tx, ty = split_inputs_labels(splits.train)
     vx, vy = split_inputs_labels(splits.val[:64])
-    result = train_model(make_model(seed=seed), tx, ty, vx, vy, batch_schedule(tx.size(0), config), config,
-                         progress=False)
+    result = train_model(make_model(seed=seed), tx, ty, vx, vy, batch_schedule(tx.size(0), config), config)
     return result.model, splits
 
 
@@ -157,7 +156,7 @@ def test_a_kv_cache_refuses_a_model_without_the_mask():
 
 
 def test_a_kv_cache_keeps_the_score_multiplier():
-    """The cache calls the attention function itself, so it must pass the layer's own scale."""
+    """The cache calls the projections itself, so it must meet the multiplier's hook on the queries."""
     from revformer.config import ModelConfig
 
     model = make_model(seed=5, config=ModelConfig(score_multiplier=3.0))
@@ -169,6 +168,15 @@ def test_a_kv_cache_keeps_the_score_multiplier():
     cached, cached_logits = generate(model, prompts, kv_cache=True, return_logits=True)
     assert torch.equal(plain, cached) and torch.allclose(plain_logits, cached_logits, atol=1e-4)
     for block in model.blocks:
-        block.attention.scale = 1 / 4  # the book's scale: other logits, so the cache did read it
+        block.attention.q_proj._forward_hooks.clear()  # the book's scores: other logits
     _, other = generate(model, prompts, kv_cache=True, return_logits=True)
     assert (other - cached_logits).abs().max() > 1e-3
+
+
+def test_a_kv_cache_reads_one_new_token_a_call():
+    model = make_model(seed=6)
+    prompts = torch.tensor([[10, 3, 1, 4, 2, 0, 5, 11]])
+    cache = KVCache(model)
+    cache.next_logits(prompts)
+    with pytest.raises(ValueError, match="one new token a call: it has read 8, got 10"):
+        cache.next_logits(torch.cat([prompts, prompts[:, :2]], dim=1))

@@ -1,4 +1,6 @@
 """revformer.analysis.score_terms: a layer-0 head's scores split into token, position and bias terms."""
+import math
+
 import pytest
 import torch
 
@@ -41,12 +43,11 @@ def _model_scores(model, ids: torch.Tensor) -> torch.Tensor:
         handle.remove()
     x = recorded["x"]  # [1,T,D]: what the attention read, norm1's output
     q, k = attn.split_heads(attn.q_proj(x)), attn.split_heads(attn.k_proj(x))  # [1,H,T,Dh]
-    return (q @ k.transpose(-2, -1) * attn.scale)[0]  # [H,T,T]
+    return (q @ k.transpose(-2, -1) / math.sqrt(attn.head_dim))[0]  # [H,T,T]
 
 
-@pytest.mark.parametrize("multiplier", [1.0, 2.0])
-def test_terms_sum_to_the_models_scores_for_every_head(multiplier):
-    model, ids = _model(score_multiplier=multiplier), _ids()
+def test_terms_sum_to_the_models_scores_for_every_head():
+    model, ids = _model(), _ids()
     scores = _model_scores(model, ids)  # [H,T,T]
     _, weights = model(ids[None], causal=False)  # unmasked, [1,H,T,T] per layer
     for head in range(model.blocks[0].attention.num_heads):
@@ -62,6 +63,11 @@ def test_terms_sum_to_the_models_scores_for_every_head(multiplier):
 def test_a_shorter_sample_splits_too():
     model, ids = _model(), _ids(9)
     torch.testing.assert_close(sum(score_terms(model, ids, head=3).values()), _model_scores(model, ids)[3])
+
+
+def test_a_model_with_scaled_scores_is_refused():
+    with pytest.raises(ValueError, match="scales its scores by 2.0.*score_multiplier=1"):
+        score_terms(_model(score_multiplier=2.0), _ids())
 
 
 def test_layer_1_is_refused_with_the_reason():

@@ -259,7 +259,7 @@ def _listings():
     """Chapter -> the package code it must show (issue: the reader reads the model)."""
     from revformer.attention import MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention
     from revformer.data import split_inputs_labels
-    from revformer.generate import generate, score
+    from revformer.generate import generate, greedy, score
     from revformer.model import FeedForward, ReversalTransformer, TransformerBlock, init_weights
     from revformer.train import answer_loss, evaluate_loss, train_model
 
@@ -271,7 +271,9 @@ def _listings():
         6: [(MultiHeadSelfAttention, "def split_heads"), (MultiHeadSelfAttention, None, "self.out_proj =")],
         7: [(FeedForward,), (TransformerBlock,), (ReversalTransformer.forward,), (init_weights,)],
         8: [(train_model,), (evaluate_loss,)],
-        9: [(generate, "for _ in range(SEQ_LEN + 1)", "tokens = torch.cat"), (score,)],  # the loop; the cache is chapter 20's
+        # the loop, and what generate hands it; the cache is chapter 20's
+        9: [(generate, "def next_logits", "return greedy("),
+            (greedy, "for _ in range(SEQ_LEN + 1)", "tokens = torch.cat"), (score,)],
     }
 
 
@@ -281,6 +283,21 @@ def _listing_texts(html: str) -> list[str]:
 
     codes = re.findall(r'<div class="rf-source-code"[^>]*>(.*?)</div>', html, re.S)
     return [html_lib.unescape(re.sub(r"<[^>]+>", "", code)) for code in codes]
+
+
+def test_chapter_7_shows_the_whole_model_in_one_listing():
+    """Issue 32: one listing holds every class of the model, as minGPT's file does, read from the package."""
+    from revformer.attention import (MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention,
+                                     softmax_over_keys)
+    from revformer.model import FeedForward, ReversalTransformer, TransformerBlock
+    from revformer.source import show_together
+
+    whole = show_together(causal_mask, softmax_over_keys, scaled_dot_product_attention, MultiHeadSelfAttention,
+                          FeedForward, TransformerBlock, ReversalTransformer).text
+    assert '"""' not in whole and "class ReversalTransformer" in whole and len(whole.splitlines()) < 130
+    name = next(c for c in CHAPTERS if chapter_number(c) == 7)
+    shown = _listing_texts(page(name).read_text(encoding="utf-8"))
+    assert any(whole.strip() == listing.strip() for listing in shown), "chapter 7 lacks the whole-model listing"
 
 
 @pytest.mark.parametrize("chapter", sorted(_listings()))

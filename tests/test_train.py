@@ -17,7 +17,7 @@ def _train(config: ExperimentConfig, heads=4):
     vx, vy = split_inputs_labels(splits.val)
     model = make_model(heads, config.train.seed)
     schedule = batch_schedule(tx.size(0), config.train)
-    return train_model(model, tx, ty, vx, vy, schedule, config.train, progress=False)
+    return train_model(model, tx, ty, vx, vy, schedule, config.train)
 
 
 def test_short_training_lowers_the_loss(small_config):
@@ -67,13 +67,13 @@ def test_clipping_raises_on_non_finite_gradients(small_config):
     model.lm_head.weight.register_hook(lambda grad: grad * float("nan"))  # finite loss, NaN gradient
     with pytest.raises(RuntimeError, match="non-finite"):
         train_model(model, tx, ty, tx[:10], ty[:10], batch_schedule(tx.size(0), small_config.train),
-                    small_config.train, progress=False)
+                    small_config.train)
     broken = make_model()
     with torch.no_grad():
         broken.lm_head.weight[0, 0] = float("nan")
     with pytest.raises(FloatingPointError, match="step 0"):  # caught before the first step
         train_model(broken, tx, ty, tx[:10], ty[:10], batch_schedule(tx.size(0), small_config.train),
-                    small_config.train, progress=False)
+                    small_config.train)
 
 
 def test_budget_full_when_fast_and_lowered_alike_when_slow():
@@ -123,7 +123,7 @@ def test_train_model_is_the_six_calls_with_torch_adam_bit_for_bit(small_config, 
     x, y = split_inputs_labels(splits.train)
     vx, vy = split_inputs_labels(splits.val)
     schedule = batch_schedule(x.size(0), config)
-    ours = train_model(make_model(), x, y, vx, vy, schedule, config, progress=False)
+    ours = train_model(make_model(), x, y, vx, vy, schedule, config)
     model = make_model()
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate, fused=True)
     clipped, losses = 0, []
@@ -157,3 +157,37 @@ def test_batch_losses_are_recorded_for_every_step(small_config):
     assert len(result.batch_losses) == small_config.train.steps
     assert all(isinstance(v, float) for v in result.batch_losses)
     assert result.batch_losses[-1] < result.batch_losses[0]
+
+
+def test_the_runner_adds_a_curve_and_a_time_and_changes_no_weight(small_config):
+    """run_training's progress bar, learning curve and clock sit around the taught
+    loop: the losses and every weight are train_model's own, bit for bit."""
+    from revformer.train import curve_point, run_training
+
+    config = dataclasses.replace(small_config.train, curve_every=10, curve_until=20)
+    splits = make_splits(small_config.data)
+    tx, ty = split_inputs_labels(splits.train)
+    vx, vy = split_inputs_labels(splits.val)
+    schedule = batch_schedule(tx.size(0), config)
+    plain = train_model(make_model(), tx, ty, vx, vy, schedule, config)
+    steps_seen = []
+    run = run_training(make_model(), tx, ty, vx, vy, schedule, config, progress=True,
+                       on_step=steps_seen.append)
+    assert run.batch_losses == plain.batch_losses and run.history == plain.history
+    for a, b in zip(run.model.state_dict().values(), plain.model.state_dict().values()):
+        assert torch.equal(a, b)
+    assert steps_seen == list(range(1, config.steps + 1))
+    assert [point[0] for point in run.curve] == config.curve_steps(config.steps)
+    assert plain.curve == [] and plain.seconds == 0.0 and run.seconds > 0
+    # the last point is the trained model's: its loss is the history's last
+    assert run.curve[-1][1] == run.history[-1][2]
+    assert run.curve[-1] == (config.steps, *curve_point(run.model, vx, vy))
+
+
+@pytest.mark.parametrize("rows", [0, 30])
+def test_a_schedule_of_no_steps_or_a_broken_multiple_is_refused(small_config, rows):
+    splits = make_splits(small_config.data)
+    tx, ty = split_inputs_labels(splits.train)
+    schedule = batch_schedule(tx.size(0), small_config.train)[:rows]
+    with pytest.raises(ValueError, match="positive multiple of 25"):
+        train_model(make_model(), tx, ty, tx[:10], ty[:10], schedule, small_config.train)

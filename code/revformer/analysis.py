@@ -8,6 +8,7 @@ cell, readable only when the mask is off.
 """
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 
 import numpy as np
@@ -140,6 +141,10 @@ def score_terms(model, ids: torch.Tensor, layer: int = 0, head: int = 0) -> dict
         raise ValueError(f"layer {layer} reads the residual stream, which holds the earlier blocks' "
                          "output, not tok + pos: only layer 0's scores split into token, position "
                          "and bias terms")
+    if model.config.score_multiplier != 1:
+        raise ValueError(f"the model scales its scores by {model.config.score_multiplier} "
+                         "(chapter 17's control); the split reads the book's scores, "
+                         "q.k / sqrt(Dh): use a model with score_multiplier=1")
     attn = model.blocks[0].attention
     if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < attn.num_heads:
         raise ValueError(f"head must be 0-{attn.num_heads - 1}, got {head!r}")
@@ -167,5 +172,5 @@ def score_terms(model, ids: torch.Tensor, layer: int = 0, head: int = 0) -> dict
         return out
 
     queries, keys = split(attn.q_proj), split(attn.k_proj)  # {part: [T,Dh]}
-    return {f"{q}·{k}": queries[q] @ keys[k].T * attn.scale  # [T,T]
+    return {f"{q}·{k}": queries[q] @ keys[k].T / math.sqrt(attn.head_dim)  # [T,T]
             for q in SCORE_PARTS for k in SCORE_PARTS}

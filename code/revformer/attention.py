@@ -35,40 +35,27 @@ def softmax_over_keys(scores: torch.Tensor) -> torch.Tensor:
     return exp / exp.sum(dim=-1, keepdim=True)
 
 
-def scaled_dot_product_attention(q, k, v, causal: bool = True,
-                                 scale: float | None = None):
+def scaled_dot_product_attention(q, k, v, causal: bool = True):
     """softmax(q k^T / sqrt(Dh), over the keys) v, with the causal mask if asked.
 
-    ``scale`` replaces 1/sqrt(Dh) when given, as in PyTorch's own
-    ``scaled_dot_product_attention`` (chapter 17's temperature control).
-
     ``q``, ``k``, ``v``: ``[B,H,T,Dh]``. Returns the output ``[B,H,T,Dh]`` and
-    the weights ``[B,H,T,T]``, whose rows sum to 1.
-
-    ``q`` may hold fewer positions than ``k`` and ``v``: ``[B,H,Tq,Dh]`` are
-    then the queries of the last ``Tq`` positions, and the weights are
-    ``[B,H,Tq,T]``, the last ``Tq`` rows of the full matrix (chapter 20's KV
-    cache asks for the new positions only).
+    the weights ``[B,H,T,T]``, whose rows sum to 1. Without the mask, ``q`` may
+    hold fewer positions than ``k`` and ``v`` (chapter 20's newest query).
     """
     if (q.dim() < 2 or k.shape != v.shape or q.shape[:-2] != k.shape[:-2]
-            or q.size(-1) != k.size(-1) or q.size(-2) > k.size(-2)):
-        raise ValueError(
-            "q, k and v must have shape [B,H,T,Dh] (q may have fewer positions T), got "
-            f"{list(q.shape)}, {list(k.shape)}, {list(v.shape)}"
-        )
-    if scale is None:
-        scale = 1 / math.sqrt(q.size(-1))
-    scores = q @ k.transpose(-2, -1) * scale  # [B,H,Tq,T]
+            or q.size(-1) != k.size(-1) or (causal and q.size(-2) != k.size(-2))):
+        raise ValueError("q, k and v must have shape [B,H,T,Dh] (without the mask, "
+                         "q may hold fewer positions), got "
+                         f"{list(q.shape)}, {list(k.shape)}, {list(v.shape)}")
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [B,H,T,T]
     if causal:
         # -inf before the softmax: exp(-inf) = 0, and the visible keys are still
         # normalised to sum to 1. Zeroing weights after the softmax would leave
         # rows that sum to less than 1.
-        queries, keys = scores.shape[-2:]
-        # the last Tq rows, [Tq,T]
-        mask = causal_mask(keys, scores.device)[keys - queries:]
+        mask = causal_mask(scores.size(-1), scores.device)  # [T,T]
         scores = scores.masked_fill(mask, float("-inf"))
-    weights = softmax_over_keys(scores)  # [B,H,Tq,T]
-    return weights @ v, weights  # [B,H,Tq,Dh], [B,H,Tq,T]
+    weights = softmax_over_keys(scores)  # [B,H,T,T]
+    return weights @ v, weights  # [B,H,T,Dh], [B,H,T,T]
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -80,8 +67,7 @@ class MultiHeadSelfAttention(nn.Module):
     ``out_proj``.
     """
 
-    def __init__(self, d_model: int = 64, num_heads: int = 4, causal: bool = True,
-                 score_multiplier: float = 1.0):
+    def __init__(self, d_model: int = 64, num_heads: int = 4, causal: bool = True):
         super().__init__()
         for name, value in (("d_model", d_model), ("num_heads", num_heads)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -93,8 +79,6 @@ class MultiHeadSelfAttention(nn.Module):
         self.num_heads = num_heads
         self.head_dim = d_model // num_heads
         self.causal = causal
-        # 1/sqrt(Dh) in the book's model
-        self.scale = score_multiplier / math.sqrt(self.head_dim)
         self.q_proj = nn.Linear(d_model, d_model)
         self.k_proj = nn.Linear(d_model, d_model)
         self.v_proj = nn.Linear(d_model, d_model)
@@ -127,5 +111,5 @@ class MultiHeadSelfAttention(nn.Module):
         v = self.split_heads(self.v_proj(x))  # [B,H,T,Dh]
         use_causal = self.causal if causal is None else causal
         # [B,H,T,Dh], [B,H,T,T]
-        heads, weights = scaled_dot_product_attention(q, k, v, use_causal, self.scale)
+        heads, weights = scaled_dot_product_attention(q, k, v, use_causal)
         return self.out_proj(self.merge_heads(heads)), weights  # [B,T,D], [B,H,T,T]

@@ -55,7 +55,7 @@ class Run:
     model: torch.nn.Module
     history: list  # (step, train_loss, val_loss) every eval_every steps, step 0 first
     batch_losses: list  # the loss of each step's batch
-    train_seconds: float  # wall-clock time of train_model in the process that trained it
+    train_seconds: float  # wall-clock time of run_training in the process that trained it
     steps: int
     curve: list = field(default_factory=list)  # (step, val_loss, val_sequence_accuracy)
     threads: int = 1  # PyTorch's thread count while it trained: float sums regroup with it

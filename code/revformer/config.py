@@ -88,7 +88,8 @@ class ModelConfig:
     dropout: float = 0.0
     causal: bool = True
     # A control of chapter 17: the attention scores are q.k / sqrt(Dh) times this
-    # (2 doubles every score, so every softmax is sharper). The book's model: 1.
+    # (2 doubles every score, so every softmax is sharper); ``make_model`` adds it
+    # around the taught attention (``scale_scores``). The book's model: 1.
     score_multiplier: float = 1.0
 
     def __post_init__(self):

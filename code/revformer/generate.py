@@ -3,8 +3,8 @@
 Generation starts from the 8-token prompt ``BOS d0..d5 SEP`` and runs seven
 forward passes, one new token each, always reading the logits of the last
 position. By default every pass recomputes the whole prefix, as the article
-does; ``kv_cache=True`` keeps each layer's keys and values instead
-(``KVCache``), which the causal mask makes exact.
+does; ``kv_cache=True`` (``generate_cached``) keeps each layer's keys and
+values instead (``KVCache``), which the causal mask makes exact.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class KVCache:
 
     With the causal mask, position i's keys and values depend on tokens 0..i
     only, so they do not change when later tokens arrive: each step computes
-    the new positions alone, and their queries read the kept keys and values.
+    the new position alone, and its query reads the kept keys and values.
     This is the forward pass of ``TransformerBlock`` and ``ReversalTransformer``
     again, written out with the keys and values kept.
     """
@@ -48,9 +48,12 @@ class KVCache:
         self.length = 0  # positions read so far
 
     def next_logits(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Read the positions of ``tokens`` ``[B,T]`` not read yet; the logits
-        ``[B,13]`` of the last one."""
+        """Read the positions of ``tokens`` ``[B,T]`` not read yet (the whole
+        prompt first, then one token a call); the logits ``[B,13]`` of the last."""
         model, start = self.model, self.length
+        if start and tokens.size(1) != start + 1:
+            raise ValueError(f"after the prompt, the cache reads one new token a call: "
+                             f"it has read {start}, got {tokens.size(1)}")
         # the new positions only
         positions = torch.arange(start, tokens.size(1), device=tokens.device)
         x = (model.token_embedding(tokens[:, start:])
@@ -66,8 +69,10 @@ class KVCache:
                 k = torch.cat([self.keys[layer], k], dim=2)  # [B,H,T,Dh]
                 v = torch.cat([self.values[layer], v], dim=2)
             self.keys[layer], self.values[layer] = k, v
-            # the last t rows: [B,H,t,Dh]
-            heads, _ = scaled_dot_product_attention(q, k, v, True, attention.scale)
+            # The prompt's queries read with the causal mask. A later call has one
+            # query, the newest position: every key is at or before it, so there
+            # is nothing to mask.
+            heads, _ = scaled_dot_product_attention(q, k, v, causal=start == 0)
             x = x + block.dropout(attention.out_proj(attention.merge_heads(heads)))
             x = x + block.dropout(block.ffn(block.norm2(x)))
         self.length = tokens.size(1)
@@ -91,32 +96,45 @@ def generate(model, prompts: torch.Tensor, causal: bool | None = None,
     No token is forbidden: a model that writes SEP where a digit belongs is
     scored as wrong, not corrected. The model's train/eval mode is restored.
     The result is on the device of ``prompts``. ``kv_cache=True`` gives the
-    same tokens with less work (``KVCache``); ``return_logits=True`` returns
-    ``(tokens, logits)``, the logits ``[B,7,13]`` each step read.
+    same tokens with less work (``generate_cached``); ``return_logits=True``
+    returns ``(tokens, logits)``, the logits ``[B,7,13]`` each step read.
     """
-    check_prompts(prompts)
-    if kv_cache and not uses_mask(model, causal):
+    if kv_cache:
+        return generate_cached(model, prompts, causal, return_logits)
+
+    def next_logits(tokens):  # [B,t] -> [B,13]
+        logits, _ = model(tokens, causal=causal)  # [B,t,13]: the whole prefix again
+        return logits[:, -1]  # the last position predicts what follows
+
+    return greedy(model, prompts, next_logits, return_logits)
+
+
+@torch.inference_mode()
+def generate_cached(model, prompts: torch.Tensor, causal: bool | None = None,
+                    return_logits: bool = False):
+    """``generate`` with a ``KVCache``: the same tokens, and each step computes
+    only its new position. Only for a model that attends with the causal mask."""
+    if not uses_mask(model, causal):
         raise ValueError("`kv_cache=True` needs the causal mask: without it every "
                          "position reads the later ones, so the keys and values of "
                          "earlier positions change with each new token, and kept ones "
                          "would be stale; generate with `kv_cache=False`")
+    return greedy(model, prompts, KVCache(model).next_logits, return_logits)
+
+
+def greedy(model, prompts: torch.Tensor, next_logits, return_logits: bool = False):
+    """Seven greedy steps from ``[B,8]`` prompts: each appends the most likely
+    token under ``next_logits(tokens)`` (``[B,t]`` -> ``[B,13]``)."""
+    check_prompts(prompts)
     was_training = model.training
     model.eval()
     try:
-        device = next(model.parameters()).device
-        tokens = prompts.to(device=device, dtype=torch.long)
-        finished = torch.zeros(tokens.size(0), dtype=torch.bool, device=device)
-        cache = KVCache(model) if kv_cache else None
+        tokens = prompts.to(next(model.parameters()).device, torch.long)
+        finished = torch.zeros(tokens.size(0), dtype=torch.bool, device=tokens.device)
         new, read = [], []
         for _ in range(SEQ_LEN + 1):
-            if cache is None:
-                # [B,t,13]: the whole prefix again
-                logits, _ = model(tokens, causal=causal)
-                last = logits[:, -1]  # the last position predicts what follows
-            else:
-                # [B,13]: only the new position is computed
-                last = cache.next_logits(tokens)
-            next_token = last.argmax(dim=-1).masked_fill(finished, EOS)
+            last = next_logits(tokens)  # [B,13]
+            next_token = last.argmax(dim=-1).masked_fill(finished, EOS)  # [B]
             finished |= next_token == EOS
             new.append(next_token)
             read.append(last)

@@ -36,7 +36,7 @@ from .data import BOS, EOS, IGNORE_INDEX, SEP
 from .model import make_model
 from .progress import announce, expected_seconds
 from .train import (batch_schedule, progress_enabled, resolve_device, speed_test,
-                    train_model)
+                    run_training)
 
 MIN_DIGITS, MAX_DIGITS = 1, 8  # the lengths the model trains on
 # 19 tokens: the longest sample, and the rows of the position table
@@ -264,9 +264,9 @@ def train_mixed(config: MixedConfig | None = None, device="auto", cache_dir=None
         announce([(config, GROUP)], seconds, device, path.parent, progress)
     model = make_model(GROUP.num_heads, config.train.seed, GROUP.causal, config.model,
                        device)
-    result = train_model(model, train_x, train_y, val_x, val_y,
-                         batch_schedule(train_x.size(0), config.train),
-                         config.train, progress, description=GROUP.name)
+    result = run_training(model, train_x, train_y, val_x, val_y,
+                          batch_schedule(train_x.size(0), config.train),
+                          config.train, progress, description=GROUP.name)
     run = Run(GROUP, result.model, result.history, result.batch_losses, result.seconds,
               result.steps, result.curve, torch.get_num_threads())
     save_run(path, key, run)

@@ -40,7 +40,7 @@ class TransformerBlock(nn.Module):
         super().__init__()
         self.norm1 = nn.LayerNorm(config.d_model)
         self.attention = MultiHeadSelfAttention(config.d_model, config.num_heads,
-                                                config.causal, config.score_multiplier)
+                                                config.causal)
         self.norm2 = nn.LayerNorm(config.d_model)
         self.ffn = FeedForward(config.d_model, config.d_ff)
         self.dropout = nn.Dropout(config.dropout)
@@ -124,7 +124,24 @@ def make_model(num_heads: int = 4, seed: int | None = None, causal: bool = True,
                                  causal=causal)
     model = ReversalTransformer(config)
     init_weights(model, default_seed() if seed is None else seed)
+    if config.score_multiplier != 1:
+        scale_scores(model, config.score_multiplier)
     return model.to(device) if device is not None else model
+
+
+def scale_scores(model: ReversalTransformer, multiplier: float) -> None:
+    """Multiply every attention score of ``model`` by ``multiplier``, from now on.
+
+    Chapter 17's temperature control (``ModelConfig.score_multiplier``), kept
+    out of the taught attention: a forward hook multiplies each layer's
+    queries, and ``(m q) k^T = m (q k^T)``, so every score is multiplied and
+    nothing else changes (exactly, for a power of two such as 2 or 0.5).
+    """
+    def multiply(module, inputs, output):
+        return output * multiplier  # [B,T,D]: the queries of every head
+
+    for block in model.blocks:
+        block.attention.q_proj.register_forward_hook(multiply)
 
 
 def count_parameters(module: nn.Module) -> int:

@@ -6,7 +6,7 @@ speed test. Then ``TrainingBars`` draws one bar per run being trained, with
 its steps done, and, when there are several runs, a bar of the runs done.
 Runs that train in worker processes report their steps on their standard
 output (``revformer.worker``), and the caller draws the bars here; a run that
-trains in this process draws its own bar (``revformer.train.train_model``).
+trains in this process draws its own bar (``revformer.train.run_training``).
 
 The bars are tqdm's: text in a terminal, widgets in a notebook (Jupyter,
 Colab, VS Code). Nothing is printed or drawn when progress is off:

@@ -14,6 +14,7 @@ background.
 """
 from __future__ import annotations
 
+import ast
 import html
 import inspect
 import re
@@ -25,6 +26,8 @@ from .i18n import Bilingual, tr
 
 # The listing's head, in English; each edition's language from the catalogue (revformer.i18n).
 LINES = "{path}, lines {first}-{last}"
+# The head of a listing of several pieces (``show_together``).
+TOGETHER = "{paths}, docstrings left out"
 
 
 def code_fence(text: str, language: str) -> str:
@@ -109,3 +112,51 @@ def show_source(obj, first: str | None = None, last: str | None = None) -> Sourc
     # a method or a part of a body, shifted left as a whole: its own indentation stays
     text = textwrap.dedent("".join(lines[begin:end]))
     return SourceListing(name, _package_path(file), start + begin, text)
+
+
+def _without_docstrings(text: str) -> str:
+    """``text`` (one function or class, dedented) without the docstring lines of it
+    and of every function or class inside it."""
+    drop = set()
+    for node in ast.walk(ast.parse(text)):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            drop.update(range(body[0].lineno, body[0].end_lineno + 1))
+    lines = text.splitlines(keepends=True)
+    kept = "".join(line for number, line in enumerate(lines, start=1) if number not in drop)
+    return re.sub(r"^(class .*:\n)\n", r"\1", kept, flags=re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class TogetherListing(Bilingual):
+    """Several listings in one code block, in the order given, without docstrings."""
+
+    parts: tuple  # SourceListing, each
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(_without_docstrings(part.text).rstrip("\n")
+                            for part in self.parts) + "\n"
+
+    def markdown(self, language: str) -> str:
+        paths = ", ".join(dict.fromkeys(f"<code>{html.escape(part.path)}</code>"
+                                        for part in self.parts))
+        head = tr(TOGETHER, language, paths=paths)
+        return ('<div class="rf-source">\n'
+                f'<div class="rf-source-head">{head}</div>\n'
+                '<div class="rf-source-code">\n\n'
+                f"{code_fence(self.text, 'python')}\n\n"
+                "</div>\n</div>\n")
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def show_together(*objs) -> TogetherListing:
+    """Several functions and classes of the package as one listing, in the order
+    given, their docstrings left out: the whole model on one screen."""
+    if not objs:
+        raise ValueError("show_together needs at least one function or class")
+    return TogetherListing(tuple(show_source(obj) for obj in objs))

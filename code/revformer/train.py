@@ -271,65 +271,93 @@ def curve_point(model, val_inputs, val_labels,
 
 
 def train_model(model, train_inputs, train_labels, val_inputs, val_labels, schedule,
-                config: TrainConfig | None = None, progress: bool | None = None,
-                description: str = "training",
-                on_step: Callable[[int], None] | None = None) -> TrainResult:
+                config: TrainConfig | None = None,
+                after_step: Callable[[int, TrainResult], None] | None = None
+                ) -> TrainResult:
     """Adam on the shared ``schedule``, whole-set losses every ``eval_every`` steps.
 
     ``schedule`` is ``[steps,batch]`` training indices (see ``batch_schedule``).
     Records step 0 (before any update) and every ``eval_every`` steps after;
-    a NaN or inf loss stops the run. The learning curve is recorded at
-    ``config.curve_steps``. The losses read every position with a label, so
-    data of other layouts (chapter 21's lengths) train with the same loop.
-    ``on_step(step)``, if given, is called after every update: a worker
-    process reports its progress to its caller with it.
+    a NaN or inf loss stops the run. The losses read every position with a
+    label, so data of other layouts (chapter 21's lengths) train with the same
+    loop. ``after_step(step, result)``, if given, runs at step 0 and after
+    every update: ``run_training`` draws its progress bar and records the
+    learning curve there.
     """
     config = config or TrainConfig()
-    if schedule.dim() != 2 or schedule.size(0) % config.eval_every != 0:
+    if (schedule.dim() != 2 or schedule.size(0) == 0
+            or schedule.size(0) % config.eval_every != 0):
         raise ValueError(
-            f"schedule must be [steps,batch] with steps a multiple of "
+            f"schedule must be [steps,batch] with steps a positive multiple of "
             f"{config.eval_every}, got {list(schedule.shape)}"
         )
-    from tqdm.auto import tqdm  # imported here: the notebook flavour needs ipywidgets
-
     device = next(model.parameters()).device
     train_x, train_y = train_inputs.to(device), train_labels.to(device)
     val_x, val_y = val_inputs.to(device), val_labels.to(device)
     optimizer = make_optimizer(model, config.learning_rate)
+    result = TrainResult(model, steps=schedule.size(0))
 
-    curve_steps = set(config.curve_steps(schedule.size(0)))
+    def evaluate(step):  # both whole-set losses, in eval mode
+        row = (step, evaluate_loss(model, train_x, train_y),
+               evaluate_loss(model, val_x, val_y))
+        if not all(math.isfinite(loss) for loss in row[1:]):
+            raise FloatingPointError(f"loss became non-finite at step {step}: {row}")
+        result.history.append(row)
 
-    def record(step):
-        val_loss = None
+    evaluate(0)
+    if after_step is not None:
+        after_step(0, result)
+    for step, idx in enumerate(schedule.to(device), start=1):
+        loss = train_step(model, optimizer, train_x[idx], train_y[idx],
+                          config.clip_norm)
+        # a tensor: reading its value now (.item()) would make the CPU wait for a GPU
+        result.batch_losses.append(loss)
         if step % config.eval_every == 0:
-            row = (step, evaluate_loss(model, train_x, train_y),
-                   evaluate_loss(model, val_x, val_y))
-            if not all(math.isfinite(loss) for loss in row[1:]):
-                raise FloatingPointError(
-                    f"loss became non-finite at step {step}: {row}")
-            history.append(row)
-            val_loss = row[2]
-        if step in curve_steps:
-            curve.append((step, *curve_point(model, val_x, val_y, val_loss)))
-        model.train()
+            evaluate(step)
+        if after_step is not None:
+            after_step(step, result)
+    # the values, with one wait at the end
+    result.batch_losses = torch.stack(result.batch_losses).tolist()
+    model.eval()
+    return result
 
-    history, batch_losses, curve = [], [], []
-    start = time.perf_counter()
-    record(0)
+
+def run_training(model, train_inputs, train_labels, val_inputs, val_labels, schedule,
+                 config: TrainConfig | None = None, progress: bool | None = None,
+                 description: str = "training",
+                 on_step: Callable[[int], None] | None = None) -> TrainResult:
+    """``train_model`` with what a recorded run adds around it: the learning
+    curve at ``config.curve_steps``, a progress bar, the wall-clock time.
+
+    None of it changes the training: the weights and losses are those of
+    ``train_model`` alone. ``on_step(step)``, if given, is called after every
+    update: a worker process reports its progress to its caller with it.
+    """
+    from tqdm.auto import tqdm  # imported here: the notebook flavour needs ipywidgets
+
+    config = config or TrainConfig()
+    device = next(model.parameters()).device
+    val_x, val_y = val_inputs.to(device), val_labels.to(device)
+    curve_steps = set(config.curve_steps(schedule.size(0)))
+    curve = []
+
+    def record(step, result):
+        if step in curve_steps:  # the validation loss of this step, if it was evaluated
+            val_loss = result.history[-1][2] if result.history[-1][0] == step else None
+            curve.append((step, *curve_point(model, val_x, val_y, val_loss)))
+        if step:
+            bar.update(1)
+            bar.set_postfix(train=f"{result.history[-1][1]:.4f}",
+                            val=f"{result.history[-1][2]:.4f}", refresh=False)
+            if on_step is not None:
+                on_step(step)
+
     with tqdm(total=schedule.size(0), desc=description,
               disable=not progress_enabled(progress), leave=False,
               dynamic_ncols=True) as bar:
-        for step, idx in enumerate(schedule.to(device), start=1):
-            batch_losses.append(train_step(model, optimizer, train_x[idx], train_y[idx],
-                                           config.clip_norm))
-            bar.update(1)
-            if on_step is not None:
-                on_step(step)
-            if step % config.eval_every == 0 or step in curve_steps:
-                record(step)
-                bar.set_postfix(train=f"{history[-1][1]:.4f}",
-                                val=f"{history[-1][2]:.4f}")
-    _sync(device)
-    model.eval()
-    return TrainResult(model, history, torch.stack(batch_losses).tolist(),
-                       time.perf_counter() - start, schedule.size(0), curve)
+        start = time.perf_counter()
+        result = train_model(model, train_inputs, train_labels, val_inputs, val_labels,
+                             schedule, config, after_step=record)
+        _sync(device)
+        seconds = time.perf_counter() - start
+    return dataclasses.replace(result, seconds=seconds, curve=curve)

@@ -37,7 +37,7 @@ from .cache import Run, cache_key, cache_path, save_run
 from .config import ExperimentConfig, Group, group as find_group
 from .data import Splits, make_splits, split_inputs_labels
 from .model import make_model
-from .train import batch_schedule, train_model
+from .train import batch_schedule, run_training
 
 
 def train_group(config: ExperimentConfig, group: Group, splits: Splits,
@@ -47,15 +47,15 @@ def train_group(config: ExperimentConfig, group: Group, splits: Splits,
     """Train a fresh model of ``group`` on the shared ``schedule``; its ``Run``.
 
     ``description`` labels the progress bar (the group's name by default);
-    ``on_step`` goes to ``train_model``.
+    ``on_step`` goes to ``run_training``.
     """
     train_x, train_y = split_inputs_labels(splits.train)
     val_x, val_y = split_inputs_labels(splits.val)
     model = make_model(group.num_heads, config.train.seed, group.causal, config.model,
                        device)
-    result = train_model(model, train_x, train_y, val_x, val_y, schedule, config.train,
-                         progress, description=description or group.name,
-                         on_step=on_step)
+    result = run_training(model, train_x, train_y, val_x, val_y, schedule, config.train,
+                           progress, description=description or group.name,
+                           on_step=on_step)
     return Run(group, result.model, result.history, result.batch_losses, result.seconds,
                result.steps, result.curve, torch.get_num_threads())
 

@@ -8,6 +8,16 @@
 //    looked up as its longest indexed pieces, all of which a page must hold.
 ;(function () {  // the semicolon: this file is appended to language_data.js, after an expression
   if (typeof Scorer === "undefined" || typeof Search === "undefined") { return; }
+  // 10. No result: say what to try. Sphinx's sentence asks for "enough categories", which this page does
+  //     not offer (the sixteenth Chinese review). translations.js, which it would come from, loads earlier.
+  if (typeof Documentation !== "undefined" && Documentation.TRANSLATIONS) {
+    Documentation.TRANSLATIONS["Your search did not match any documents. Please make sure that all words " +
+      "are spelled correctly and that you've selected enough categories."] =
+      /^zh/.test(document.documentElement.lang || "")
+        ? "没有找到匹配的页面。请检查拼写，或换一种说法：术语表列出了本书的用语和它们的其他叫法。"
+        : "No page matches. Check the spelling, or try another word: the glossary lists the book's terms " +
+          "and their other names.";
+  }
   function query() {
     return (new URLSearchParams(window.location.search).get("q") || "").toLowerCase().trim();
   }
@@ -31,11 +41,15 @@
     var index = Search._index || {};
     return (index.terms && word in index.terms) || (index.titleterms && word in index.titleterms);
   }
-  function pieces(word) {  // longest indexed pieces first, left to right; a character the index lacks is left out
+  function pieces(word) {  // longest indexed pieces first, left to right
     var out = [], i = 0, n;
     while (i < word.length) {
       for (n = Math.min(8, word.length - i); n > 0 && !indexed(word.substr(i, n)); n--) {}
-      if (n > 0) { out.push(word.substr(i, n)); i += n; } else { i += 1; }
+      // a character no page holds: the word is in no page, and a search for its other pieces would
+      // list pages that hold none of it (薛定谔 found 决定's 定; the seventeenth Chinese review)
+      if (n === 0) { return [word]; }
+      out.push(word.substr(i, n));
+      i += n;
     }
     return out;
   }
@@ -91,7 +105,7 @@
     Object.keys(aliases).sort(function (a, b) { return b.length - a.length; }).forEach(function (alias) {
       var at = text.toLowerCase().indexOf(alias);
       if (at !== -1 && unwrittenAt(alias, aliases[alias])) {
-        readAs[alias] = aliases[alias];
+        readAs[alias] = aliases[alias];  // once: Sphinx splits the query more than once
         text = text.slice(0, at) + " " + aliases[alias][0] + " " + text.slice(at + alias.length);
       }
     });
@@ -148,24 +162,35 @@
     });
   };
   // 6. A query with an other name (note 9) says how it was read, above the results.
-  //    A word the book never writes whole is looked up as its pieces, and the results say so.
+  //    A word the index does not hold whole is looked up as its pieces, and the results say so.
   var ask = Search.query;
   Search.query = function (text) {
     inPieces = {};
     readAs = {};
     ask.apply(Search, arguments);
-    var lines = [];
-    Object.keys(readAs).forEach(function (alias) {
-      var as = readAs[alias];
-      lines.push("“" + alias + "”按“" + as[0] + "”检索：本书的正文写作“" + as[0] + "”（见术语表“" + as[1] + "”）。");
+    var note = document.createElement("p"), root = document.documentElement.dataset.content_root || "";
+    var glossary = ((Search._index || {}).docnames || []).filter(function (name) {
+      return /(^|\/)glossary$/.test(name);
+    })[0];
+    function say(text) { note.appendChild(document.createTextNode(text)); }
+    Object.keys(readAs).forEach(function (alias) {  // said once, the glossary entry a link
+      var as = readAs[alias], entry = document.createElement(glossary ? "a" : "span");
+      var typed = (new URLSearchParams(window.location.search).get("q") || "").trim();
+      var at = typed.toLowerCase().indexOf(alias);  // as the reader typed it: KV缓存, not kv缓存
+      say("“" + (at === -1 ? alias : typed.slice(at, at + alias.length)) + "”按本书正文的写法“" + as[0] +
+          "”检索（见");
+      if (glossary) { entry.href = root + glossary + ".html#" + as[2]; }
+      entry.textContent = "术语表“" + as[1] + "”";
+      note.appendChild(entry);
+      say("）。");
     });
     Object.keys(inPieces).forEach(function (word) {
-      lines.push("本书没有“" + word + "”这个词；下面是同时含有“" + inPieces[word].join("”“") + "”的页面。");
+      // the index knows words, not whether a page writes them side by side: say how it searched, not that
+      // the book lacks the word (外推: the index holds 外 and 推, chapter 21 writes 外推)
+      say("“" + word + "”按“" + inPieces[word].join("”“") + "”分开检索：下面的页面都含有它们，未必连在一起。");
     });
-    if (lines.length && Search.output && !document.querySelector(".rf-search-note")) {
-      var note = document.createElement("p");
+    if (note.childNodes.length && Search.output && !document.querySelector(".rf-search-note")) {
       note.className = "rf-search-note";
-      note.textContent = lines.join(" ");
       Search.output.parentNode.insertBefore(note, Search.output);
     }
   };
