@@ -7,7 +7,10 @@ from revformer.exercises.solutions import ch02
 
 
 def reference(full):
-    return split_inputs_labels(full)
+    # written out: calling split_inputs_labels is off limits
+    labels = full[:, 1:].clone()
+    labels[:, :7] = -100
+    return full[:, :-1].contiguous(), labels
 
 
 def ignored(labels, count, fill=-100):

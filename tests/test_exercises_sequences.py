@@ -12,11 +12,11 @@ def reference(digits):
 
 
 def as_tuple(digits):
-    return tuple(encode(digits))
+    return tuple(reference(digits))
 
 
 def as_tensor(digits):
-    return torch.tensor(encode(digits))
+    return torch.tensor(reference(digits))
 
 
 def not_reversed(digits):

@@ -5,7 +5,10 @@ the package's own implementation, and prints what is right and, for what is
 wrong, what the symptom means ("your labels are not shifted: ..."). A checker
 never raises on a wrong or unfinished answer, so a chapter that shows the
 unfinished exercise still runs top to bottom; it returns True only when
-every case passes.
+every case passes. A checker may name package functions that are its
+exercise's answer (``off_limits``): a reader's function that calls one, however
+indirectly, fails with a line that says so, since it would pass without the
+reader writing anything.
 
 A report is written in English only: each line is a ``Message`` (an English
 template and its fields), rendered in every language when the report is
@@ -15,6 +18,8 @@ Modules, one exercise topic each, add their checkers on ``Checker``.
 """
 from __future__ import annotations
 
+import inspect
+import sys
 import textwrap
 import traceback
 import unicodedata
@@ -149,10 +154,13 @@ class Line:
 class Checker:
     """Collects the result of each case of one exercise and shows a report in the kernel's language."""
 
-    def __init__(self, title):
+    def __init__(self, title, off_limits=()):
         self.title = title  # a Message, or a str (a checker's name)
         self.lines: list[Line] = []
         self.passed = True
+        # the code objects of the package functions that are this exercise's answer
+        self.off_limits = {inspect.unwrap(f).__code__: f for f in off_limits}
+        self.called: set[str] = set()  # the ones already reported
 
     def expect(self, condition: bool, good, bad, width: int | None = None) -> bool:
         """Record one case: ``good`` when ``condition`` holds, else the diagnosis ``bad`` (Messages)."""
@@ -168,7 +176,7 @@ class Checker:
     def call(self, fn, *args, **kwargs):
         """Run the reader's ``fn``; an exception becomes a recorded failure and ``Unfinished``."""
         try:
-            return fn(*args, **kwargs)
+            return self._watched(fn, *args, **kwargs)
         except NotImplementedError:
             self.passed = False
             self.lines.append(Line("TODO", Message("the function still raises NotImplementedError: fill it in.")))
@@ -179,6 +187,35 @@ class Checker:
             self.lines.append(Line("ERROR", Message("{kind}: {error} (line {line})", kind=type(error).__name__,
                                                     error=str(error), line=where.lineno)))
             raise Unfinished from None
+
+    def _watched(self, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)``, failing the exercise if it runs an off-limits function.
+
+        A profile function sees every Python call made while ``fn`` runs, so a
+        reader's function that wraps the package's answer, or assigns it, is
+        caught as surely as one that calls it directly.
+        """
+        if not self.off_limits:
+            return fn(*args, **kwargs)
+        seen = []
+
+        def watch(frame, event, arg):
+            if event == "call" and frame.f_code in self.off_limits:
+                seen.append(self.off_limits[frame.f_code])
+
+        previous = sys.getprofile()
+        sys.setprofile(watch)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            sys.setprofile(previous)
+            for function in seen:
+                name = f"{function.__module__}.{function.__qualname__}"
+                if name not in self.called:
+                    self.called.add(name)
+                    self.expect(False, None, Message(
+                        "your function calls `{name}`, the package's own answer to "
+                        "this exercise: write it without it.", name=name))
 
     def text(self, lang: str | None = None) -> str:
         """The whole report in ``lang``: the title and verdict, then the lines."""
@@ -192,9 +229,12 @@ class Checker:
         return self.passed
 
 
-def run(title, body) -> bool:
-    """Run ``body(checker)``, stop at an unfinished or crashing answer, show the report."""
-    checker = Checker(title)
+def run(title, body, off_limits=()) -> bool:
+    """Run ``body(checker)``, stop at an unfinished or crashing answer, show the report.
+
+    ``off_limits``: package functions the reader's function must not call.
+    """
+    checker = Checker(title, off_limits)
     try:
         body(checker)
     except Unfinished:
@@ -202,7 +242,7 @@ def run(title, body) -> bool:
     return checker.report()
 
 
-def run_cases(title, cases, check_case, fn) -> bool:
+def run_cases(title, cases, check_case, fn, off_limits=()) -> bool:
     """Run ``check_case(checker, fn, case, seed)`` for each case, stopping at the
     first that fails (later cases would only repeat the diagnosis)."""
     def body(checker):
@@ -210,7 +250,7 @@ def run_cases(title, cases, check_case, fn) -> bool:
             if not check_case(checker, fn, case, seed):
                 return
 
-    return run(title, body)
+    return run(title, body, off_limits)
 
 
 class _InEachLanguage(Mapping):

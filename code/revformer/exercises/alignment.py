@@ -162,7 +162,7 @@ def check_reversal_weight(fn, weights=None) -> bool:
             if not _check(checker, fn, w, where):
                 return
 
-    return run(_TITLE, body)
+    return run(_TITLE, body, off_limits=(reversal_weight,))
 
 
 __all__ = ["check_reversal_weight"]

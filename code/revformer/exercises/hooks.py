@@ -235,6 +235,6 @@ def check_mean_ablation(fn, model=None, ids=None) -> bool:
             if not _check_case(c, fn, case):
                 return
 
-    return run(_TITLE, body)
+    return run(_TITLE, body, off_limits=(replaced_heads,))
 
 __all__ = ["check_mean_ablation"]

@@ -183,7 +183,7 @@ def check_prefix_logit_change(fn, model=None, inputs=None) -> bool:
             if not _check_case(c, fn, case):
                 return
 
-    return run(_TITLE, body)
+    return run(_TITLE, body, off_limits=(prefix_logit_change,))
 
 
 __all__ = ["check_prefix_logit_change"]
