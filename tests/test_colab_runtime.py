@@ -106,6 +106,11 @@ def test_chapter_1_installs_the_package_from_the_site_and_runs(runtime, site):
     _every_cell_ran(execution)
     assert runtime.installed() == revformer.__version__ and _installed_from_the_wheel(runtime)
     assert f"/downloads/revformer-{revformer.__version__}-py3-none-any.whl" in REQUESTED  # from the served site
+    # a fresh runtime loads the book's trained runs from the site instead of training them (revformer.served)
+    assert len([p for p in REQUESTED if p.startswith("/downloads/runs/")]) == 3, REQUESTED
+    index = next(i for i, c in enumerate(execution.notebook.cells) if "load_experiment(" in c.source)
+    said = "".join(o.get("text", "") for o in execution.notebook.cells[index].outputs if o.output_type == "stream")
+    assert said.count("the book's trained run (PyTorch") == 3 and "training" not in said, said
 
 
 def test_the_chinese_chapter_1_runs_and_answers_in_chinese(runtime, site):
@@ -118,7 +123,12 @@ def test_the_chinese_chapter_1_runs_and_answers_in_chinese(runtime, site):
 
 
 def test_chapter_10_trains_with_bars_and_its_live_explorer_redraws(runtime, site):
-    nb = colab.downloaded(site, "10_heatmaps")
+    nb = colab.downloaded(site, "10_heatmaps")  # run() starts it with no trained model
+    # the setup cell's switch: train every model here instead of loading the book's runs
+    setup = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    source = "".join(setup["source"])
+    assert source.count("TRAIN = False") == 1
+    setup["source"] = source.replace("TRAIN = False", "TRAIN = True")
     nb["cells"] += [_code_cell(source, i) for i, source in enumerate(DRIVE_THE_EXPLORER)]
     execution = runtime.run(nb)
     code = _every_cell_ran(execution)

@@ -9,12 +9,18 @@ from revformer.exercises.solutions.ch13 import my_no_leak, my_rows_ok
 from revformer.model import make_model
 
 
-def rows_ok(model, ids, dim=-1, layers=None, exact=False, nan_blind=False, future_only=False, tol=1e-5):
+def rows_ok(model, ids, dim=-1, layers=None, exact=False, nan_blind=False, future_only=False, tol=1e-5,
+            head0=False, mean=False):
     """The row-sum check, right by default; each keyword switches on one typical mistake."""
     with torch.no_grad():
         _, weights = model(ids)
-    weights = weights[:1] if layers == "first" else weights
+    weights = weights[:1] if layers == "first" else weights[-1:] if layers == "last" else weights
     for w in weights:
+        w = w[:, :1] if head0 else w
+        if mean:
+            if not bool((w.sum(dim=dim).mean() - 1).abs() < tol):
+                return False
+            continue
         if future_only:
             if w[..., causal_mask(w.size(-1))].abs().max() != 0:
                 return False
@@ -31,19 +37,22 @@ def rows_ok(model, ids, dim=-1, layers=None, exact=False, nan_blind=False, futur
     return True
 
 
-def no_leak(model, ids, positions=8, tol=1e-5, change="future", weights_only=False, mean=False):
+def no_leak(model, ids, positions=8, tol=1e-5, change="future", weights_only=False, mean=False,
+            only_seven=False):
     """The prefix-logit test, right by default; each keyword switches on one typical mistake."""
     changed = ids.clone()
     if change == "future":
         changed = change_future_answers(ids)
     elif change == "prompt":
         changed[:, 3] = (changed[:, 3] + 1) % 10
+    elif change == "eight":
+        changed[:, 8] = (changed[:, 8] + 1) % 10
     with torch.no_grad():
         a, wa = model(ids)
         b, _ = model(changed)
     if weights_only:
         return all(bool(w[..., causal_mask(w.size(-1))].abs().max() == 0) for w in wa)
-    change = (a[:, :positions] - b[:, :positions]).abs()
+    change = (a[:, 7:8] - b[:, 7:8]).abs() if only_seven else (a[:, :positions] - b[:, :positions]).abs()
     return bool((change.mean() if mean else change.max()) <= tol)
 
 
@@ -73,6 +82,10 @@ def test_right_checks_pass_on_another_model(capsys):
     (dict(future_only=True), "check the sum of each row, not that the future is 0"),
     # the teacher's review: a tolerance of 0.1 passed every copy, each off by 0.93 or more
     (dict(tol=0.1), "your tolerance is too loose"),
+    # the teacher's review: the last layer only, one head only and a mean of the row sums passed
+    (dict(layers="last"), "check every layer, not only the last"),
+    (dict(head0=True), "check the rows of every head"),
+    (dict(mean=True), "or averaged the row sums"),
 ])
 def test_rows_check_mistakes(capsys, mistake, words):
     ok, out = run(check_rows_ok, lambda m, i: rows_ok(m, i, **mistake), capsys)
@@ -90,6 +103,9 @@ def test_rows_check_mistakes(capsys, mistake, words):
     # the teacher's review: positions 0-6 and a mean passed, as no copy leaked at position 7 alone or a little
     (dict(positions=7), "only position 7 moves"),
     (dict(mean=True), "not the mean"),
+    # the teacher's review: position 7 alone, or a change of position 8 alone, passed
+    (dict(only_seven=True), "only position 3 moves"),
+    (dict(change="eight"), "change every future position 8-13"),
 ])
 def test_leak_check_mistakes(capsys, mistake, words):
     ok, out = run(check_no_leak, lambda m, i: no_leak(m, i, **mistake), capsys)

@@ -8,18 +8,21 @@ pass (their own tests), and helpers the chapters teach stay allowed.
 import sys
 
 import pytest
+import torch
 
 from revformer.analysis import prefix_logit_change, reversal_weight
-from revformer.attention import MultiHeadSelfAttention, scaled_dot_product_attention
+from revformer.attention import MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention
 from revformer.config import ModelConfig
 from revformer.data import encode, split_inputs_labels
 from revformer.exercises.alignment import check_reversal_weight
 from revformer.exercises.attention_checks import check_no_leak
 from revformer.exercises.counting import check_parameter_count
 from revformer.exercises.decoding import check_greedy_decode
+from revformer.exercises.embeddings import check_embed
 from revformer.exercises.heads import check_split_merge
 from revformer.exercises.hooks import check_mean_ablation
 from revformer.exercises.labels import check_split_inputs_labels
+from revformer.exercises.masking import check_masked_weights
 from revformer.exercises.prefix import check_prefix_logit_change
 from revformer.exercises.scores import check_attention_weights
 from revformer.exercises.sequences import check_encode
@@ -33,6 +36,21 @@ from revformer.train import train_step
 
 def wrapped_encode(digits):
     return list(encode(digits))
+
+
+def embed_by_running_the_model(model, ids):
+    seen = []
+    hook = model.blocks[0].register_forward_pre_hook(lambda module, args: seen.append(args[0]))
+    try:
+        model(ids)
+    finally:
+        hook.remove()
+    return seen[0]
+
+
+def weights_with_the_package_mask(scores):
+    t = scores.size(-1)
+    return torch.softmax(scores.masked_fill(causal_mask(t), float("-inf")), dim=-1)
 
 
 def wrapped_split(full):
@@ -82,6 +100,8 @@ CHEATS = [
     (check_encode, (encode,), "revformer.data.encode"),
     (check_encode, (wrapped_encode,), "revformer.data.encode"),
     (check_split_inputs_labels, (wrapped_split,), "revformer.data.split_inputs_labels"),
+    (check_embed, (embed_by_running_the_model,), "ReversalTransformer.forward"),
+    (check_masked_weights, (weights_with_the_package_mask,), "revformer.attention.causal_mask"),
     (check_attention_weights, (weights_from_package,),
      "revformer.attention.scaled_dot_product_attention"),
     (check_split_merge, (split_by_package, merge_by_package), "MultiHeadSelfAttention.split_heads"),

@@ -185,7 +185,7 @@ def test_a_fork_is_retargeted_in_every_place(tmp_path):
     assert "url: https://github.com/example/fork" in config and "baseurl: https://example.github.io/fork/" in config
     first = json.loads(next((copy / "book").glob("08_*.ipynb")).read_text())
     setup = "".join(next(c for c in first["cells"] if c["cell_type"] == "code")["source"])
-    assert "https://example.github.io/fork/downloads/revformer-" in setup
+    assert 'SITE = "https://example.github.io/fork/"' in setup and 'f"{SITE}downloads/revformer-' in setup
     bad = subprocess.run(["make", "-s", "retarget", "REPO=github.com/example", f"PYTHON={sys.executable}"], cwd=copy,
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "OWNER/NAME" in bad.stderr + bad.stdout

@@ -153,11 +153,38 @@ def _build_hash(seed: int, python: str) -> str:
             f"catalogue {catalogue.hexdigest()[:16]}")
 
 
+SERVED_LOG = BUILD / "served-loads.jsonl"
+
+
+def _serve_runs(python: str, env: dict) -> None:
+    """The runs the chapters loaded, into the site's downloads/runs with their manifest, and the
+    wheel built again from a copy of the package that carries the manifest (revformer.served)."""
+    wheel_source = BUILD / "wheel-source"
+    shutil.rmtree(wheel_source, ignore_errors=True)
+    shutil.copytree(ROOT / "code", wheel_source,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    _run(python, "-c", "import sys; from revformer.served import write_served; "
+         "write_served(*sys.argv[1:4], manifest_path=sys.argv[4])", SERVED_LOG,
+         DOWNLOADS / "runs", named()[1], wheel_source / "revformer" / "served_runs.manifest", env=env)
+    for old in DOWNLOADS.glob("revformer-*.whl"):
+        old.unlink()
+    _run(python, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir",
+         DOWNLOADS, wheel_source, env=env)
+    shutil.rmtree(wheel_source, ignore_errors=True)
+    site = BUILD / "html" / "downloads"
+    shutil.rmtree(site / "runs", ignore_errors=True)
+    shutil.copytree(DOWNLOADS / "runs", site / "runs")
+    for wheel in DOWNLOADS.glob("revformer-*.whl"):
+        shutil.copy(wheel, site / wheel.name)
+
+
 def build(seed: int) -> int:
     """The whole book, as ``make book`` builds it (the README's recipe without make calls this too)."""
     python = sys.executable
     env = dict(os.environ, REVFORMER_SEED=str(seed), REVFORMER_PROGRESS=os.environ.get("REVFORMER_PROGRESS", "0"))
     env.setdefault("REVFORMER_CACHE", str(BUILD / "revformer-cache"))  # trained models, kept between builds
+    # every run the chapters load is recorded here, and served with the site (revformer.served)
+    env["REVFORMER_SERVED_LOG"] = str(SERVED_LOG)
     BUILD.mkdir(exist_ok=True)
     # Chapter outputs are cached by notebook text (in _build/.jupyter_cache): when anything else that
     # decides them changes, every chapter is executed afresh.
@@ -166,6 +193,7 @@ def build(seed: int) -> int:
         print("the seed, the package or the requirements changed: executing every chapter afresh")
         for name in (".jupyter_cache", ".doctrees", "jupyter_execute", "html"):
             shutil.rmtree(BUILD / name, ignore_errors=True)
+        SERVED_LOG.unlink(missing_ok=True)  # every chapter loads its runs again
         stamp.write_text(current)
     # Sphinx writes again only the pages whose sources changed, and renders the search scorer into
     # language_data.js only when it writes pages: a site written by another version of the book's extension
@@ -193,6 +221,7 @@ def build(seed: int) -> int:
     env["IPYTHONDIR"] = str(startup_folder(BUILD / "ipython"))
     _run(python, "-c", "from jupyter_book.cli.main import main; main()", "build", ".", "-W", "-n",
          "--keep-going", env=env)
+    _serve_runs(python, env)
     # The Chinese edition, from the English one's executed notebooks (tools/translations.py).
     _run(python, ROOT / "tools" / "translations.py", "build", "--build", BUILD, env=env)
     for site in sites:

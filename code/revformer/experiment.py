@@ -28,6 +28,7 @@ from .model import count_parameters
 from .progress import TrainingBars, announce, expected_seconds
 from .train import Budget, batch_schedule, resolve_device, speed_test
 from .worker import train_group, train_in_workers, use_workers
+from . import served
 
 
 def environment(device: torch.device) -> dict:
@@ -167,7 +168,8 @@ class Experiment:
 def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.device,
                   cache_dir: Path, progress: bool | None = None,
                   always_speed_test: bool = False,
-                  parallel: bool | None = None) -> tuple[Budget, list[Run]]:
+                  parallel: bool | None = None,
+                  train: bool | None = None) -> tuple[Budget, list[Run]]:
     """The runs of ``jobs``, pairs ``(config, group)``, from the cache; the missing
     ones train into it.
 
@@ -180,12 +182,21 @@ def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.
     (``use_workers``), else here one after another; both give the same weights.
     Before they train, one line says which, why and about how long; bars
     show their progress (``revformer.progress``), unless ``progress`` is off.
+    A run missing from the cache is first looked for among the book's served
+    runs (``revformer.served``), unless ``train`` (or ``$REVFORMER_TRAIN``)
+    asks for training.
     Returns the budget and the runs in the order of ``jobs``.
     """
+    fetch = not served.wants_training(train)
+
     def cached(steps):
         keys = [cache_key(c, g, steps, device) for c, g in jobs]
-        return keys, [load_run(cache_path(cache_dir, g, key), key, c, g, device)
-                      for (c, g), key in zip(jobs, keys)]
+        runs = [load_run(cache_path(cache_dir, g, key), key, c, g, device)
+                for (c, g), key in zip(jobs, keys)]
+        if fetch:
+            runs = [run or served.fetch_run(c, g, steps, device, cache_dir)
+                    for (c, g), run in zip(jobs, runs)]
+        return keys, runs
 
     steps = config.train.steps
     keys, runs = cached(steps)
@@ -233,13 +244,15 @@ def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.
                                       description=f"{g.name} (seed {c.train.seed})")
                 save_run(cache_path(cache_dir, g, key), key, runs[i])
                 bars.finish()
+    for (c, g), key, run in zip(jobs, keys, runs):
+        served.record_load(c, g, steps, key, cache_path(cache_dir, g, key), device)
     return budget, runs
 
 
 def load_experiment(config: ExperimentConfig | None = None, device="auto",
                     cache_dir=None, groups=GROUP_NAMES, progress: bool | None = None,
                     always_speed_test: bool = False,
-                    parallel: bool | None = None) -> Experiment:
+                    parallel: bool | None = None, train: bool | None = None) -> Experiment:
     """Trained groups from the cache, training those that are missing.
 
     The full budget is used from the cache when every asked group is there.
@@ -247,7 +260,9 @@ def load_experiment(config: ExperimentConfig | None = None, device="auto",
     three groups is over the limit, every group trains (or loads) the lowered
     budget alike. Missing groups train side by side in worker processes on a
     multi-core CPU (``use_workers``), else here one after another; both give
-    the same weights (``load_or_train``).
+    the same weights (``load_or_train``). A group missing from the cache is
+    loaded from the book's served runs when this package was built with them,
+    unless ``train=True`` (or ``REVFORMER_TRAIN=1``): then it trains here.
     """
     config = config or ExperimentConfig()
     device = resolve_device(device)
@@ -255,7 +270,7 @@ def load_experiment(config: ExperimentConfig | None = None, device="auto",
     chosen = [find_group(name) for name in groups]
     splits = make_splits(config.data, config.task)
     budget, runs = load_or_train(config, [(config, g) for g in chosen], splits, device,
-                                 cache_dir, progress, always_speed_test, parallel)
+                                 cache_dir, progress, always_speed_test, parallel, train)
     runs = {g.name: run for g, run in zip(chosen, runs)}
     return Experiment(config, splits, device, budget, runs)
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from . import served
 from .cache import Run, cache_key, cache_path, default_cache_dir, load_run, save_run
 from .config import DataConfig, ExperimentConfig, Group, ModelConfig, TrainConfig
 from .data import BOS, EOS, IGNORE_INDEX, SEP
@@ -229,27 +230,35 @@ def mixed_config(steps: int = 1500, seed: int | None = None,
 def mixed_key(config: MixedConfig, device) -> str:
     """The package's cache key of the run, with this file's program folded in (its syntax tree without
     comments and docstrings, as for the training modules: ``revformer.fingerprint``)."""
+    return hashlib.sha256(f"{cache_key(config, GROUP, config.train.steps, device)}"
+                          f":{_own_program()}".encode()).hexdigest()
+
+
+def _own_program() -> str:
+    """The hash of this file's program: it decides the mixed run too."""
     from .fingerprint import _program
 
-    own = hashlib.sha256(_program(Path(__file__).read_text(encoding="utf-8")).encode()).hexdigest()
-    return hashlib.sha256(f"{cache_key(config, GROUP, config.train.steps, device)}"
-                          f":{own}".encode()).hexdigest()
+    return hashlib.sha256(_program(Path(__file__).read_text(encoding="utf-8")).encode()).hexdigest()
 
 
 def train_mixed(config: MixedConfig | None = None, device="auto", cache_dir=None,
-                progress: bool | None = None) -> Run:
-    """The model trained on mixed lengths: from the cache, or trained (and cached)
-    here."""
+                progress: bool | None = None, train: bool | None = None) -> Run:
+    """The model trained on mixed lengths: from the cache, the book's served runs
+    (unless ``train``), or trained (and cached) here."""
     config = config or mixed_config()
     if not isinstance(config, MixedConfig):
         raise TypeError(f"train_mixed needs a MixedConfig (lengths.mixed_config()), "
                         f"got {type(config).__name__}")
     device = resolve_device(device)
     key = mixed_key(config, device)
-    path = cache_path(cache_dir if cache_dir is not None else default_cache_dir(),
-                      GROUP, key)
+    cache_dir = cache_dir if cache_dir is not None else default_cache_dir()
+    path = cache_path(cache_dir, GROUP, key)
+    steps, own = config.train.steps, _own_program()
     run = load_run(path, key, config, GROUP, device)
+    if run is None and not served.wants_training(train):
+        run = served.fetch_run(config, GROUP, steps, device, cache_dir, extra=own)
     if run is not None:
+        served.record_load(config, GROUP, steps, key, path, device, extra=own)
         return run
     splits = make_mixed_splits(config.data, config.held_out_lengths)
     train_x, train_y = inputs_labels(splits.train)
@@ -270,6 +279,7 @@ def train_mixed(config: MixedConfig | None = None, device="auto", cache_dir=None
     run = Run(GROUP, result.model, result.history, result.batch_losses, result.seconds,
               result.steps, result.curve, torch.get_num_threads())
     save_run(path, key, run)
+    served.record_load(config, GROUP, steps, key, path, device, extra=own)
     return run
 
 

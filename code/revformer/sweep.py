@@ -93,7 +93,7 @@ def layer0_weights(model, inputs: torch.Tensor) -> tuple[float, float]:
 
 def sweep_rows(config: ExperimentConfig | None = None, seeds=None, groups=GROUPS,
                device="auto", cache_dir=None,
-               progress: bool | None = None) -> list[dict]:
+               progress: bool | None = None, train: bool | None = None) -> list[dict]:
     """Train (or load) every group of ``groups`` for every seed of ``seeds`` under
     ``config``; one row a run.
 
@@ -101,7 +101,8 @@ def sweep_rows(config: ExperimentConfig | None = None, seeds=None, groups=GROUPS
     learning curve, ``(step, val_loss, val_sequence_accuracy)``) and ``run``
     (its ``Run``, with the trained model). A control of "Going further" passes
     its own ``config`` (one block, a score multiplier, another data or batch
-    seed); the runs are cached like the reproduction's.
+    seed); the runs are cached like the reproduction's, and loaded from the
+    book's served runs unless ``train`` (``load_or_train``).
     """
     seeds = parse_seeds(default_seeds() if seeds is None else seeds)
     config = config or ExperimentConfig()
@@ -109,7 +110,7 @@ def sweep_rows(config: ExperimentConfig | None = None, seeds=None, groups=GROUPS
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     splits = make_splits(config.data, config.task)
     jobs = [(seed_config(config, seed), g) for seed in seeds for g in groups]
-    _, runs = load_or_train(config, jobs, splits, device, cache_dir, progress)
+    _, runs = load_or_train(config, jobs, splits, device, cache_dir, progress, train=train)
     test_inputs, _ = split_inputs_labels(splits.test)
     rows = []
     for (c, g), run in zip(jobs, runs):

@@ -34,6 +34,8 @@ from . import Checker, expect, run
 _COPIES = {
     "softmax over the queries": Message("softmax over the queries"),
     "softmax over the queries, layer 1 only": Message("softmax over the queries, layer 1 only"),
+    "softmax over the queries, layer 0 only": Message("softmax over the queries, layer 0 only"),
+    "softmax over the queries, last head only": Message("softmax over the queries, last head only"),
     "mask applied after the softmax": Message("mask applied after the softmax"),
     "diagonal masked, triu(diagonal=0)": Message("diagonal masked, triu(diagonal=0)"),
     "weights rounded to bfloat16": Message("weights rounded to bfloat16"),
@@ -43,6 +45,8 @@ _COPIES = {
     "that masks after the softmax": Message("that masks after the softmax"),
     "whose mask lets query 7 read key 8": Message("whose mask lets query 7 read key 8"),
     "whose query 7 gives key 8 a weight of 2e-4": Message("whose query 7 gives key 8 a weight of 2e-4"),
+    "whose layer 1 lets query 3 read key 12": Message("whose layer 1 lets query 3 read key 12"),
+    "whose layer 0 lets query 3 read key 12": Message("whose layer 0 lets query 3 read key 12"),
 }
 
 _NEG = float("-inf")
@@ -93,6 +97,23 @@ def _seven_reads_eight(q, k, v):
     """The causal mask with one hole: query 7 (<SEP>) may read key 8, the first answer digit."""
     blocked = causal_mask(q.size(-2), q.device).clone()
     blocked[7, 8] = False
+    weights = _weights(q, k, blocked)
+    return weights @ v, weights
+
+
+def _last_head_over_queries(q, k, v):
+    """Right weights in every head but the last, which normalises over the queries."""
+    weights = _weights(q, k).clone()
+    weights[:, -1] = _softmax_over_queries(q, k, v)[1][:, -1]
+    return weights @ v, weights
+
+
+def _three_reads_twelve(q, k, v):
+    """The causal mask with one hole far from position 7: query 3 may read key 12. In layer 1
+    only position 3 moves, which a check of position 7 alone misses; in layer 0 only a change
+    of token 12 shows, which a check that changes only some future tokens misses."""
+    blocked = causal_mask(q.size(-2), q.device).clone()
+    blocked[3, 12] = False
     weights = _weights(q, k, blocked)
     return weights @ v, weights
 
@@ -199,8 +220,8 @@ def check_rows_ok(fn, model=None) -> bool:
 
     It must pass the package's model (``model``, default an untrained one)
     and fail the broken copies: softmax over the queries, the mask applied
-    after the softmax, the diagonal masked (NaN), a copy broken in layer 1
-    only, and weights rounded to bfloat16 (rows off by about 2e-3, which a
+    after the softmax, the diagonal masked (NaN), copies broken in layer 1
+    only, in layer 0 only and in the last head only, and weights rounded to bfloat16 (rows off by about 2e-3, which a
     loose tolerance lets through). Prints what a check that gets one wrong missed; never raises.
     Returns True when every case passes.
     """
@@ -210,6 +231,8 @@ def check_rows_ok(fn, model=None) -> bool:
         copies = {
             "softmax over the queries": broken_copy(base, _softmax_over_queries),
             "softmax over the queries, layer 1 only": broken_copy(base, _softmax_over_queries, layers=[1]),
+            "softmax over the queries, layer 0 only": broken_copy(base, _softmax_over_queries, layers=[0]),
+            "softmax over the queries, last head only": broken_copy(base, _last_head_over_queries),
             "mask applied after the softmax": broken_copy(base, _mask_after_softmax),
             "diagonal masked, triu(diagonal=0)": broken_copy(base, _masked_from(0)),
             "weights rounded to bfloat16": broken_copy(base, _rounded),
@@ -238,8 +261,15 @@ def check_rows_ok(fn, model=None) -> bool:
                 _expect(checker, True, Message("fails the copy with the {name}", name=_COPIES[name]), "")
                 continue
             if name == "softmax over the queries":
-                why = Message("its columns sum to 1, its rows do not: you summed over the queries (dim=-2); "
-                              "sum over the keys, w.sum(dim=-1)")
+                why = Message("its columns sum to 1, its rows do not: you summed over the queries (dim=-2), "
+                              "or averaged the row sums, whose mean is 1 here too; check every row's own sum, "
+                              "w.sum(dim=-1), by its largest error")
+            elif name.endswith("layer 0 only"):
+                why = Message("layer 1 is right and layer 0 is not: the model returns one [B,H,T,T] per layer; "
+                              "check every layer, not only the last")
+            elif name.endswith("last head only"):
+                why = Message("the other heads are right and the last is not: check the rows of every head, "
+                              "w.sum(dim=-1) over the whole [B,H,T], not one head")
             elif name.endswith("layer 1 only"):
                 why = Message("layer 0 is right and layer 1 is not: the model returns one [B,H,T,T] per layer; "
                               "check every layer, not weights[0]")
@@ -270,9 +300,10 @@ def check_no_leak(fn, model=None) -> bool:
     and fail broken copies that let the future in: no mask, layer 1
     unmasked, the mask shifted by one (``triu(diagonal=2)``, query i reads
     i+1), the mask applied after the softmax, a mask that lets query 7 read
-    key 8 (only position 7 moves) and one whose query 7 gives key 8 a weight of
+    key 8 (only position 7 moves), one whose query 7 gives key 8 a weight of
     2e-4 (a leak of about 1e-4 at one position, which a mean or a loose
-    tolerance lets through). Prints what a check that
+    tolerance lets through), and one whose layer 1, or layer 0, lets query 3
+    read key 12 (only position 3 moves; only a change of token 12 shows). Prints what a check that
     gets one wrong missed; never raises. Returns True when every case passes.
     """
 
@@ -285,6 +316,8 @@ def check_no_leak(fn, model=None) -> bool:
             "that masks after the softmax": broken_copy(base, _mask_after_softmax),
             "whose mask lets query 7 read key 8": broken_copy(base, _seven_reads_eight),
             "whose query 7 gives key 8 a weight of 2e-4": broken_copy(base, _small_leak),
+            "whose layer 1 lets query 3 read key 12": broken_copy(base, _three_reads_twelve, layers=[1]),
+            "whose layer 0 lets query 3 read key 12": broken_copy(base, _three_reads_twelve, layers=[0]),
         }
         package, seen = _verdict(checker, fn, base, ids)
         if package is None:
@@ -343,6 +376,13 @@ def check_no_leak(fn, model=None) -> bool:
             elif name == "whose mask lets query 7 read key 8" or (
                     name.startswith("whose query 7 gives") and verdicts["whose mask lets query 7 read key 8"]):
                 why = seven   # the same positions missed, the small leak as the large one
+            elif name == "whose layer 1 lets query 3 read key 12":
+                why = Message("only position 3 moves, by {size:.2g}: compare all eight prefix positions "
+                              "0-7, logits[:, :8]; or, if you did, {loose}", size=size, loose=loose)
+            elif name == "whose layer 0 lets query 3 read key 12":
+                why = Message("the leak comes from token 12 alone: change every future position 8-13 "
+                              "(change_future_answers does), not some of them; or, if you did, {loose}",
+                              loose=loose)
             elif name.startswith("whose query 7 gives"):
                 why = Message("its prefix logits move by up to {size:.1e} but by {mean:.1e} on average: "
                               "compare the largest change, (a - b).abs().max(), not the mean; or, if you "
