@@ -244,7 +244,7 @@ def load_or_train(config: ExperimentConfig, jobs, splits: Splits, device: torch.
                                       description=f"{g.name} (seed {c.train.seed})")
                 save_run(cache_path(cache_dir, g, key), key, runs[i])
                 bars.finish()
-    for (c, g), key, run in zip(jobs, keys, runs):
+    for (c, g), key in zip(jobs, keys):
         served.record_load(c, g, steps, key, cache_path(cache_dir, g, key), device)
     return budget, runs
 
