@@ -156,6 +156,14 @@ def _build_hash(seed: int, python: str) -> str:
 SERVED_LOG = BUILD / "served-loads.jsonl"
 
 
+def _wheel(python: str, source: Path, env: dict) -> None:
+    """The package's wheel, built from ``source`` into the downloads in place of the old one."""
+    for old in DOWNLOADS.glob("revformer-*.whl"):
+        old.unlink()
+    _run(python, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", DOWNLOADS,
+         source, env=env)
+
+
 def _serve_runs(python: str, env: dict) -> None:
     """The runs the chapters loaded, into the site's downloads/runs with their manifest, and the
     wheel built again from a copy of the package that carries the manifest (revformer.served)."""
@@ -166,10 +174,7 @@ def _serve_runs(python: str, env: dict) -> None:
     _run(python, "-c", "import sys; from revformer.served import write_served; "
          "write_served(*sys.argv[1:4], manifest_path=sys.argv[4])", SERVED_LOG,
          DOWNLOADS / "runs", named()[1], wheel_source / "revformer" / "served_runs.manifest", env=env)
-    for old in DOWNLOADS.glob("revformer-*.whl"):
-        old.unlink()
-    _run(python, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir",
-         DOWNLOADS, wheel_source, env=env)
+    _wheel(python, wheel_source, env)
     shutil.rmtree(wheel_source, ignore_errors=True)
     site = BUILD / "html" / "downloads"
     shutil.rmtree(site / "runs", ignore_errors=True)
@@ -206,10 +211,7 @@ def build(seed: int) -> int:
     _run(python, "-m", "revformer", "reproduce", "--out", DOWNLOADS, "--seed", seed, "--quiet", env=env)
     _run(python, "-m", "revformer", "sweep", "--out", DOWNLOADS, "--quiet", env=env)  # the seeds chapters
     _run(python, "-m", "revformer", "web", "--out", WEB, env=env)  # the trained models for the browser
-    for old in DOWNLOADS.glob("revformer-*.whl"):
-        old.unlink()
-    _run(python, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", DOWNLOADS,
-         ROOT / "code", env=env)
+    _wheel(python, ROOT / "code", env)
     shutil.rmtree(ROOT / "code" / "build", ignore_errors=True)  # what setuptools leaves behind
     (DOWNLOADS / "notebooks").mkdir(parents=True, exist_ok=True)
     for notebook in notebooks():

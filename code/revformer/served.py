@@ -24,6 +24,7 @@ fingerprint still decide.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -152,10 +153,10 @@ def write_served(log: Path, out_dir: Path, site_url: str, manifest_path: Path | 
         source = Path(line["path"])
         if line["served_key"] in runs or not source.exists():
             continue
-        payload = torch.load(source, map_location="cpu", weights_only=True)
+        data = source.read_bytes()
+        payload = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
         if payload.get("key") != line["key"]:  # trained again since: not this build's file
             continue
-        data = source.read_bytes()
         runs[line["served_key"]] = {
             "file": f"{line['group']}-{line['served_key'][:20]}.pt", "key": line["key"],
             "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),

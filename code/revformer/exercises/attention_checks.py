@@ -221,9 +221,10 @@ def check_rows_ok(fn, model=None) -> bool:
     It must pass the package's model (``model``, default an untrained one)
     and fail the broken copies: softmax over the queries, the mask applied
     after the softmax, the diagonal masked (NaN), copies broken in layer 1
-    only, in layer 0 only and in the last head only, and weights rounded to bfloat16 (rows off by about 2e-3, which a
-    loose tolerance lets through). Prints what a check that gets one wrong missed; never raises.
-    Returns True when every case passes.
+    only, in layer 0 only and in the last head only, and weights rounded to
+    bfloat16 (rows off by about 2e-3, which a loose tolerance lets through).
+    Prints what a check that gets one wrong missed; never raises. Returns True
+    when every case passes.
     """
 
     def body(checker: Checker):
@@ -303,8 +304,8 @@ def check_no_leak(fn, model=None) -> bool:
     key 8 (only position 7 moves), one whose query 7 gives key 8 a weight of
     2e-4 (a leak of about 1e-4 at one position, which a mean or a loose
     tolerance lets through), and one whose layer 1, or layer 0, lets query 3
-    read key 12 (only position 3 moves; only a change of token 12 shows). Prints what a check that
-    gets one wrong missed; never raises. Returns True when every case passes.
+    read key 12 (only position 3 moves; only a change of token 12 shows).
+    Prints what a check that gets one wrong missed; never raises. Returns True when every case passes.
     """
 
     def body(checker: Checker):
