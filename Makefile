@@ -71,10 +71,13 @@ cjk:
 
 # The speed benchmark (issue figures): reproduction against PyTorch's own layers, training
 # steps, the floor, peak memory, the seed sweep, the model in the browser, the book's build times.
-# Then the waits of a reader in a fresh Colab-like runtime (tools/colab_runtime.py; the site built above).
+# Then the waits of a reader in a fresh Colab-like runtime (tools/colab_runtime.py; the site built above):
+# every chapter with the book's runs, and with TRAIN = True the chapters that train runs of their own
+# (chapters 2-15 train chapter 1's); copied into bench/ they are chapter 14's table.
 bench: $(VENV)/.test book
 	$(PY) -m revformer bench --sweep --browser --book --out _build/bench.json
-	$(PY) tools/colab_runtime.py bench --chapters 10 16 --out _build/colab-waits.json
+	$(PY) tools/colab_runtime.py bench --chapters all --out _build/colab-waits.json
+	$(PY) tools/colab_runtime.py bench --train --chapters 01 16 17 18 19 20 21 --out _build/colab-waits-trained.json
 
 # The Chinese edition's notebooks and pages (zh_CN/book), from the catalogues in locale/zh_CN
 # and the English sources: run it after changing either (CONTRIBUTING.md, "The Chinese edition").

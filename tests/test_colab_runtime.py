@@ -126,9 +126,9 @@ def test_chapter_10_trains_with_bars_and_its_live_explorer_redraws(runtime, site
     nb = colab.downloaded(site, "10_heatmaps")  # run() starts it with no trained model
     # the setup cell's switch: train every model here instead of loading the book's runs
     setup = next(c for c in nb["cells"] if c["cell_type"] == "code")
-    source = "".join(setup["source"])
-    assert source.count("TRAIN = False") == 1
-    setup["source"] = source.replace("TRAIN = False", "TRAIN = True")
+    assert "".join(setup["source"]).count("TRAIN = False") == 1
+    colab.with_training(nb)
+    assert "TRAIN = True" in "".join(setup["source"])
     nb["cells"] += [_code_cell(source, i) for i, source in enumerate(DRIVE_THE_EXPLORER)]
     execution = runtime.run(nb)
     code = _every_cell_ran(execution)
@@ -159,3 +159,40 @@ def test_chapter_10_trains_with_bars_and_its_live_explorer_redraws(runtime, site
     assert explorer["drawn_before"] == 1 and explorer["drawn_after"] == 1 and explorer["redrawn"]
     assert "query 9" in explorer["after"] and "query 9" not in explorer["before"]
     assert "(right)" in explorer["after"] and "0 5 6 7 8 9" in explorer["after"]
+
+
+def test_binder_post_build_installs_the_sites_package_and_loads_the_three_runs(runtime, site):
+    """binder/postBuild, run as Binder runs it (bash, the image's python first on PATH), against the served site."""
+    import os
+
+    import revformer
+
+    runtime.reset()
+    REQUESTED.clear()
+    env = dict(runtime.clean_env(), REVFORMER_SITE=site, HOME=str(runtime.home),
+               PATH=f"{runtime.venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    done = subprocess.run(["bash", str(ROOT / "binder" / "postBuild")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert runtime.installed() == revformer.__version__ and _installed_from_the_wheel(runtime)
+    assert f"/downloads/revformer-{revformer.__version__}-py3-none-any.whl" in REQUESTED
+    assert len([p for p in REQUESTED if p.startswith("/downloads/runs/")]) == 3, REQUESTED
+    said = done.stdout + done.stderr
+    assert said.count("the book's trained run (PyTorch") == 3 and "training" not in said, said
+    assert len(list(runtime.cache.rglob("*.pt"))) == 3
+
+
+def test_chapter_8_replays_the_served_run_with_the_thread_count_that_trained_it(runtime, site):
+    """A fresh runtime with the served run of four_heads: chapter 8's hand-written loop replays it, with the run's
+    own thread count (the runtime has as many threads as cores), bit for bit on a CPU, and every assert holds."""
+    import json as json_
+    import os
+
+    execution = runtime.run(colab.downloaded(site, "08_training"))
+    code = _every_cell_ran(execution)
+    said = "".join(o.get("text", "") + "".join(o.get("data", {}).get("text/markdown", ""))
+                   for c in code for o in c.outputs)
+    manifest = json_.loads((colab.SITE / "downloads" / "runs" / "manifest.json").read_text())
+    built_with = {entry["threads"] for entry in manifest["runs"].values()}
+    assert built_with != {os.cpu_count()}, "the runtime would compute with the build's own thread count"
+    assert "the hand-written loop reproduces the recorded run bit for bit" in said, said[-3000:]

@@ -8,6 +8,9 @@ from revformer.data import encode
 from revformer.exercises.alignment import check_reversal_weight
 from revformer.exercises.solutions.ch12 import my_reversal_weight
 from revformer.model import make_model
+from solution_helpers import as_the_books
+
+my_reversal_weight = as_the_books(my_reversal_weight)
 
 
 def reversal(weights, queries=range(7, 13), key=lambda q: 13 - q, transpose=False):
@@ -61,6 +64,8 @@ def test_each_mistake_gets_its_diagnosis(capsys, mistake, words):
     (lambda w: 6 * reversal(w), "added the six queries"),
     (lambda w: reversal(w).mean(axis=1), "averaged over the heads"),
     (lambda w: reversal(w).T, "one row per layer"),
+    (lambda w: reversal(w)[0], "the heads of layer 0 alone"),  # the teacher's review: was "averaged over the layers"
+    (lambda w: reversal(w)[1], "the heads of layer 1 alone"),
     (lambda w: np.stack([np.asarray(w)[:, :, q, 13 - q] for q in range(7, 13)], -1), "average them over the six"),
 ])
 def test_other_mistakes(capsys, fn, words):

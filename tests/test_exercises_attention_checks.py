@@ -6,17 +6,20 @@ from revformer.analysis import change_future_answers
 from revformer.attention import causal_mask
 from revformer.exercises.attention_checks import broken_copy, check_no_leak, check_rows_ok
 from revformer.exercises.solutions.ch13 import my_no_leak, my_rows_ok
+from solution_helpers import as_the_books
+
+my_no_leak, my_rows_ok = as_the_books(my_no_leak), as_the_books(my_rows_ok)
 from revformer.model import make_model
 
 
 def rows_ok(model, ids, dim=-1, layers=None, exact=False, nan_blind=False, future_only=False, tol=1e-5,
-            head0=False, mean=False):
+            head0=False, mean=False, last_head=False, mean_error=False):
     """The row-sum check, right by default; each keyword switches on one typical mistake."""
     with torch.no_grad():
         _, weights = model(ids)
     weights = weights[:1] if layers == "first" else weights[-1:] if layers == "last" else weights
     for w in weights:
-        w = w[:, :1] if head0 else w
+        w = w[:, :1] if head0 else w[:, -1:] if last_head else w
         if mean:
             if not bool((w.sum(dim=dim).mean() - 1).abs() < tol):
                 return False
@@ -29,6 +32,9 @@ def rows_ok(model, ids, dim=-1, layers=None, exact=False, nan_blind=False, futur
         if exact:
             if not bool((w.sum(dim=dim) == 1).all()):
                 return False
+        elif mean_error:
+            if not bool(error.mean() < tol):
+                return False
         elif nan_blind:
             if bool((error > tol).any()):
                 return False
@@ -38,9 +44,12 @@ def rows_ok(model, ids, dim=-1, layers=None, exact=False, nan_blind=False, futur
 
 
 def no_leak(model, ids, positions=8, tol=1e-5, change="future", weights_only=False, mean=False,
-            only_seven=False):
+            only_seven=False, probabilities=False, first_only=False):
     """The prefix-logit test, right by default; each keyword switches on one typical mistake."""
+    ids = ids[:1] if first_only else ids
     changed = ids.clone()
+    if change == "thirteen":
+        changed[:, 13] = (changed[:, 13] + 1) % 10
     if change == "future":
         changed = change_future_answers(ids)
     elif change == "prompt":
@@ -50,6 +59,8 @@ def no_leak(model, ids, positions=8, tol=1e-5, change="future", weights_only=Fal
     with torch.no_grad():
         a, wa = model(ids)
         b, _ = model(changed)
+    if probabilities:
+        a, b = a.softmax(dim=-1), b.softmax(dim=-1)
     if weights_only:
         return all(bool(w[..., causal_mask(w.size(-1))].abs().max() == 0) for w in wa)
     change = (a[:, 7:8] - b[:, 7:8]).abs() if only_seven else (a[:, :positions] - b[:, :positions]).abs()
@@ -86,6 +97,9 @@ def test_right_checks_pass_on_another_model(capsys):
     (dict(layers="last"), "check every layer, not only the last"),
     (dict(head0=True), "check the rows of every head"),
     (dict(mean=True), "or averaged the row sums"),
+    # the review of s46: the last head only, and the mean of each row's error, passed
+    (dict(last_head=True), "head 1 is not: check the rows of every head"),
+    (dict(mean_error=True), "compare the largest error, (s - 1).abs().max(), not the mean"),
 ])
 def test_rows_check_mistakes(capsys, mistake, words):
     ok, out = run(check_rows_ok, lambda m, i: rows_ok(m, i, **mistake), capsys)
@@ -105,11 +119,20 @@ def test_rows_check_mistakes(capsys, mistake, words):
     (dict(mean=True), "not the mean"),
     # the teacher's review: position 7 alone, or a change of position 8 alone, passed
     (dict(only_seven=True), "only position 3 moves"),
-    (dict(change="eight"), "change every future position 8-13"),
+    (dict(change="eight"), "you changed only position(s) [8] of the future 8-13"),
+    # the review of s46: probabilities passed; a change of position 13 alone was blamed on the positions compared
+    (dict(probabilities=True), "compare the logits, not the probabilities"),
+    (dict(change="thirteen"), "you changed only position(s) [13] of the future 8-13"),
 ])
 def test_leak_check_mistakes(capsys, mistake, words):
     ok, out = run(check_no_leak, lambda m, i: no_leak(m, i, **mistake), capsys)
     assert not ok and "WRONG" in out and words in out, out
+
+
+def test_a_check_of_one_sample_is_not_called_one_input(capsys):
+    # the review of s46: the recorder kept only inputs of the checker's batch size
+    ok, out = run(check_no_leak, lambda m, i: no_leak(m, i, first_only=True), capsys)
+    assert ok and "one input only" not in out, out
 
 
 def test_few_positions_is_not_blamed_on_the_tolerance(capsys):

@@ -38,7 +38,7 @@ def test_the_book_model_has_69709_parameters():
 @pytest.mark.parametrize("fn", [reference, as_float])
 def test_right_answers_pass(fn, capsys):
     assert check_parameter_count(fn) is True
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # lines fold at 76 columns
     assert "all checks passed" in out and "WRONG" not in out and "69,709" in out
 
 
@@ -80,19 +80,19 @@ def test_each_miscount_has_its_diagnosis(options, message, wrong_report):
 def test_block_norms_and_attention_biases_cannot_be_told_apart(capsys):
     # both are 4 x d_model a block, in every configuration: the hint names both
     check_parameter_count(lambda *s: by_parts(*s, block_norms=0))
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # lines fold at 76 columns
     assert "the two LayerNorms of each block" in out and "four attention projections" in out
 
 
 def test_the_short_count_is_shown(capsys):
     check_parameter_count(lambda *s: by_parts(*s, head_bias=False))
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # lines fold at 76 columns
     assert "you counted 69,696, the model has 69,709 (short by 13)" in out
 
 
 def test_a_fixed_size_is_named(capsys):
     check_parameter_count(lambda v, p, d, f, l: by_parts(v, p, 64, f, l))
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # lines fold at 76 columns
     assert "use the argument d_model, not a fixed 64" in out
     check_parameter_count(lambda v, p, d, f, l: by_parts(v, p, d, 2 * d, l))
     assert "assume d_ff = 2 x d_model" in capsys.readouterr().out
@@ -100,7 +100,7 @@ def test_a_fixed_size_is_named(capsys):
 
 def test_an_unexplained_count_gets_the_parts(capsys):
     assert check_parameter_count(lambda *s: 12345) is False
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # lines fold at 76 columns
     assert "break the count into parts" in out
 
 
@@ -123,5 +123,5 @@ def test_unfinished_reports_todo_without_raising(capsys):
         raise NotImplementedError("your code here")
 
     assert check_parameter_count(my_parameter_count) is False
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # lines fold at 76 columns
     assert "TODO" in out and "NotImplementedError" in out and "WRONG" not in out and "HINT" not in out

@@ -4,6 +4,9 @@ import torch
 
 from revformer.exercises.hooks import check_mean_ablation
 from revformer.exercises.solutions.ch10 import my_mean_ablated_logits
+from solution_helpers import as_the_books
+
+my_mean_ablated_logits = as_the_books(my_mean_ablated_logits)
 from revformer.model import make_model
 
 

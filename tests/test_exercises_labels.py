@@ -4,6 +4,7 @@ import pytest
 from revformer.data import split_inputs_labels
 from revformer.exercises.labels import check_split_inputs_labels
 from revformer.exercises.solutions import ch02
+from solution_helpers import as_the_books
 
 
 def reference(full):
@@ -85,6 +86,13 @@ def not_contiguous(full):  # the teacher's review: passed, although the task ask
     return full[:, :-1].long(), labels
 
 
+def first_sample_only(full):  # the teacher's review: the message quoted sample 0, the right one
+    inputs, labels = split_inputs_labels(full)
+    labels = full[:, 1:].clone()
+    labels[0, :7] = -100
+    return inputs, labels
+
+
 def one_tensor(full):
     return full[:, :-1]
 
@@ -97,7 +105,7 @@ def unfinished(full):
     raise NotImplementedError("your code here")
 
 
-@pytest.mark.parametrize("fn", [reference, ch02.my_split_inputs_labels])
+@pytest.mark.parametrize("fn", [reference, as_the_books(ch02.my_split_inputs_labels)])
 def test_right_answers_pass(fn, capsys):
     assert check_split_inputs_labels(fn) is True
     out = " ".join(capsys.readouterr().out.split())
@@ -119,6 +127,7 @@ def test_right_answers_pass(fn, capsys):
     (uncut, "the 15 tokens were not cut"),
     (floats, "the tensors hold floats"),
     (not_contiguous, "inputs.is_contiguous() is False"),
+    (first_sample_only, "positions 0-6 hold -100 in sample 0 only; sample 1's are"),
     (one_tensor, "return two tensors"),
     (no_return, "is the `return` missing?"),
 ])

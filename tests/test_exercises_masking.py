@@ -43,6 +43,12 @@ def diagonal_masked_finite(scores):
     return torch.softmax(scores.masked_fill(blocked, -1e9), dim=-1)
 
 
+def tril_swapped_in(scores, diagonal):  # the learner's review: tril() and tril(diagonal=1) got a vague NaN message
+    t = scores.size(-1)
+    past = torch.ones(t, t, dtype=torch.bool, device=scores.device).tril(diagonal)
+    return torch.softmax(scores.masked_fill(past, float("-inf")), dim=-1)
+
+
 def lower_triangle(scores):
     t = scores.size(-1)
     blocked = torch.ones(t, t, dtype=torch.bool).tril(diagonal=-1)
@@ -95,6 +101,8 @@ def test_right_answers_pass(fn, capsys):
     (diagonal_masked, "the diagonal was masked too"),
     (diagonal_masked_finite, "the diagonal was masked too"),
     (lower_triangle, "the lower triangle was masked instead of the upper one"),
+    (lambda s: tril_swapped_in(s, 0), "the last row has no key left (NaN): the lower triangle, tril(),"),
+    (lambda s: tril_swapped_in(s, 1), "the last two rows have no key left (NaN): the lower triangle, tril(diagonal=1)"),
     (no_mask, "no mask was applied"),
     (filled_with_zero, "set to 0, an ordinary score"),
     (softmax_over_queries, "softmax ran over the queries (dim -2)"),

@@ -26,7 +26,8 @@ from revformer.exercises.masking import check_masked_weights
 from revformer.exercises.prefix import check_prefix_logit_change
 from revformer.exercises.scores import check_attention_weights
 from revformer.exercises.sequences import check_encode
-from revformer.exercises.solutions import ch13
+from revformer.exercises.solutions import ch01, ch04, ch06, ch13
+from solution_helpers import as_the_books
 from revformer.exercises.training import check_train_step
 from revformer.generate import generate
 from revformer.interventions import replaced_heads
@@ -125,7 +126,7 @@ def test_calling_the_package_answer_fails_and_says_so(checker, functions, name, 
 
 def test_helpers_the_chapter_teaches_stay_allowed(capsys):
     # chapter 13's solution calls change_future_answers, which the chapter hands the reader
-    assert check_no_leak(ch13.my_no_leak) is True
+    assert check_no_leak(as_the_books(ch13.my_no_leak)) is True
     assert "the package's own answer" not in capsys.readouterr().out
 
 
@@ -144,3 +145,29 @@ def test_the_profile_function_of_the_caller_is_put_back(capsys):
         sys.setprofile(previous)
     capsys.readouterr()
 
+
+
+@pytest.mark.parametrize("checker, functions, name", [
+    (check_encode, (ch01.my_encode,), "solutions.ch01.my_encode"),
+    (check_encode, (lambda digits: ch01.my_encode(digits),), "solutions.ch01.my_encode"),  # wrapped
+    (check_attention_weights, (ch04.my_attention_weights,), "solutions.ch04.my_attention_weights"),
+    (check_split_merge, (ch06.my_split_heads, ch06.my_merge_heads), "solutions.ch06.my_split_heads"),
+    (check_no_leak, (ch13.my_no_leak,), "solutions.ch13.my_no_leak"),
+])
+def test_the_books_solution_is_refused_outside_its_own_cell(checker, functions, name, wrong_report):
+    """The teacher's review: every chapter's solution module passed its checker (the notebooks import them)."""
+    assert checker(*functions) is False
+    out = wrong_report()
+    assert name in out and "the book's solution to this exercise" in out, out
+    assert "<locals>" not in out and "<listcomp>" not in out, out  # one refusal a solution function
+    assert checker(*map(as_the_books, functions)) is True  # the chapters' solution cells
+
+
+def test_torchs_own_mask_builder_is_refused_in_chapter_5(wrong_report):
+    """The teacher's review: "Build the mask yourself", yet nn.Transformer's mask passed."""
+    def with_torchs_mask(scores):
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(scores.size(-1))
+        return torch.softmax(scores + mask, dim=-1)
+
+    assert check_masked_weights(with_torchs_mask) is False
+    assert "generate_square_subsequent_mask" in wrong_report()

@@ -5,6 +5,9 @@ import torch
 from revformer.analysis import change_future_answers
 from revformer.exercises.prefix import check_prefix_logit_change
 from revformer.exercises.solutions.ch11 import my_prefix_logit_change
+from solution_helpers import as_the_books
+
+my_prefix_logit_change = as_the_books(my_prefix_logit_change)
 from revformer.model import make_model
 
 

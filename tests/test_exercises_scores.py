@@ -22,6 +22,20 @@ def written_out_without_max(q, k):
     return exp / exp.sum(dim=-1, keepdim=True)
 
 
+def shifted_by_the_whole_max(q, k):  # the teacher's review: named "overflows", it underflows
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    exp = (scores - scores.max()).exp()
+    return exp / exp.sum(dim=-1, keepdim=True)
+
+
+def by_sqrt_d_model(q, k):  # the teacher's review: "differ by up to 0.287" named nothing
+    return torch.softmax(q @ k.transpose(-2, -1) / 8, dim=-1)
+
+
+def by_the_books_root(q, k):
+    return torch.softmax(q @ k.transpose(-2, -1) / 4, dim=-1)
+
+
 def no_scaling(q, k):
     return torch.softmax(q @ k.transpose(-2, -1), dim=-1)
 
@@ -98,6 +112,9 @@ def test_a_softmax_without_the_row_maximum_overflows_on_the_last_case(wrong_repo
 
 
 @pytest.mark.parametrize("fn, message", [
+    (shifted_by_the_whole_max, "one maximum for the whole score matrix, not each row's own"),
+    (by_sqrt_d_model, "divided by 8 = sqrt(64), the square root of the model's width"),
+    (by_the_books_root, "divided by 4 = sqrt(16), the book's Dh written in"),
     (no_scaling, "not scaled"),
     (scaled_by_dh, "divided by Dh = 16; divide by its square root"),
     (multiplied_by_sqrt, "multiplied by sqrt(Dh)"),
@@ -120,6 +137,30 @@ def test_a_crash_is_reported_with_a_hint(capsys):
     assert check_attention_weights(wrong_axes) is False
     out = " ".join(capsys.readouterr().out.split())
     assert "ERROR RuntimeError" in out and "HINT" in out and "k.transpose(-2, -1)" in out
+
+
+def no_keepdim(q, k):  # the learner's review: a forgotten keepdim was hinted as a k.T mistake
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    exp = (scores - scores.amax(dim=-1)).exp()
+    return exp / exp.sum(dim=-1, keepdim=True)
+
+
+def sum_without_keepdim(q, k):  # the learner's second review: hinted as a k.T mistake too
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    exp = (scores - scores.amax(dim=-1, keepdim=True)).exp()
+    return exp / exp.sum(dim=-1)
+
+
+def test_a_sum_without_keepdim_is_hinted_as_such(capsys):
+    assert check_attention_weights(sum_without_keepdim) is False
+    out = " ".join(capsys.readouterr().out.split())
+    assert "row's sum taken without keepdim=True" in out and "k.T" not in out, out
+
+
+def test_a_maximum_without_keepdim_is_hinted_as_such(capsys):
+    assert check_attention_weights(no_keepdim) is False
+    out = " ".join(capsys.readouterr().out.split())
+    assert "ERROR RuntimeError" in out and "without keepdim=True is [B,H,T]" in out and "k.T" not in out, out
 
 
 def test_unfinished_reports_todo_without_raising(capsys):

@@ -76,8 +76,27 @@ def test_binder_installs_the_runtime_only_with_pytorchs_cpu_build():
     post_build = ROOT / "binder" / "postBuild"
     assert os.access(post_build, os.X_OK)
     script = post_build.read_text()
+    # the site's wheel (with the manifest of the build's runs), the three runs loaded from the site; else
+    # the repository's package with the three groups trained into the image's cache
+    assert 'python -m pip install --no-deps --no-cache-dir "$wheel"' in script and "load_experiment(" in script
     assert "pip install --no-deps --no-cache-dir ./code" in script
-    assert "python -m revformer reproduce" in script  # the three groups trained into the image's cache
+    assert "python -m revformer reproduce" in script
+    # the site and the version postBuild reads are the ones the build names
+    lines = [line for line in script.splitlines() if line.startswith(("site=", "version=", "wheel="))]
+    done = subprocess.run(["bash", "-c", "\n".join(lines + ['echo "$wheel"'])], cwd=ROOT, capture_output=True,
+                          text=True, env={k: v for k, v in os.environ.items() if k != "REVFORMER_SITE"})
+    import revformer
+
+    assert done.stdout.strip() == f"{book_tool.named()[1]}downloads/revformer-{revformer.__version__}-py3-none-any.whl"
+
+
+def test_chapter_14_installs_the_wheel_the_site_serves_for_this_version():
+    import revformer
+
+    chapter = json.loads((ROOT / "book" / "14_colab.ipynb").read_text())
+    text = "".join("".join(c["source"]) for c in chapter["cells"] if c["cell_type"] == "markdown")
+    wheels = re.findall(r"https://\S+/downloads/revformer-[^\s/]+\.whl", text)
+    assert wheels == [f"{book_tool.named()[1]}downloads/revformer-{revformer.__version__}-py3-none-any.whl"]
 
 
 @pytest.mark.slow
@@ -267,3 +286,19 @@ def test_the_readmes_recipe_without_make_builds_the_book(tmp_path):
         assert done.returncode == 0, f"{line}: {done.stdout[-1500:]}{done.stderr[-1500:]}"
     assert (copy / "_build" / "html" / "index.html").exists()
     assert (copy / "_build" / "html" / "downloads" / "ablation.csv").exists()
+
+
+def test_chapter_14s_waits_are_the_benchmarks_records():
+    """Chapter 14's table of waits is make bench's measurement (bench/colab-waits*.json), not numbers typed in."""
+    import ast
+
+    chapter = json.loads((ROOT / "book" / "14_colab.ipynb").read_text())
+    (source,) = ["".join(c["source"]) for c in chapter["cells"] if "WAITS_SERVED = {" in "".join(c["source"])]
+    found = {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(source).body
+             if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+             and node.targets[0].id.startswith("WAITS_")}
+    for name, record in (("WAITS_SERVED", "colab-waits.json"), ("WAITS_TRAINED", "colab-waits-trained.json")):
+        chapters = json.loads((ROOT / "bench" / record).read_text())["chapters"]
+        assert all("error" not in row for row in chapters.values()), record
+        assert found[name] == {n[:2]: row["end_seconds"] for n, row in chapters.items()}, name
+    assert set(found["WAITS_SERVED"]) == {p.name[:2] for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb")}

@@ -1,6 +1,6 @@
 """A fresh Colab-like runtime on this machine: the chapters as a reader in Colab runs them.
 
-    python tools/colab_runtime.py bench [--chapters 10 16] [--out _build/colab-waits.json]
+    python tools/colab_runtime.py bench [--chapters 10 16 | all] [--train] [--out _build/colab-waits.json]
 
 ``Runtime`` is a virtual environment made from ``requirements/colab.txt``
 (what Colab ships that the chapters use, its ipywidgets 7.7.1 included, but
@@ -172,6 +172,12 @@ class Runtime:
         stand_in = Path(purelib) / "google" / "colab"
         stand_in.mkdir(parents=True, exist_ok=True)
         (stand_in / "__init__.py").write_text('"""A stand-in for Colab\'s google.colab: present, as in Colab."""\n')
+        (stand_in / "files.py").write_text(  # chapter 14 downloads its result files with it
+            '"""A stand-in for google.colab.files: download() checks that the file exists, as Colab does."""\n'
+            "import os\n\n\ndef download(filename):\n"
+            "    if not os.path.exists(filename):\n"
+            "        raise FileNotFoundError(f'Cannot find file: {filename}')\n"
+            "    print(f'download: {filename}')\n")
         startup = self.home / "ipython" / "profile_default" / "startup"
         startup.mkdir(parents=True, exist_ok=True)
         (startup / "00-colab.py").write_text("import google.colab  # Colab's kernel has it loaded from the start\n")
@@ -244,28 +250,51 @@ def chapter_name(number: str) -> str:
     return path.stem
 
 
-def bench(chapters: list[str], out: Path, home: Path) -> dict:
-    """From "Run all" to the first figure and to the end, for each chapter in a fresh runtime."""
+def all_chapters() -> list[str]:
+    return sorted(path.name[:2] for path in (ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+
+
+def with_training(nb: dict) -> dict:
+    """The notebook with its setup cell's switch set, ``TRAIN = True``: every model trained here."""
+    setup = next(cell for cell in nb["cells"] if "TRAIN = False" in "".join(cell["source"]))
+    source = "".join(setup["source"])
+    setup["source"] = source.replace("TRAIN = False", "TRAIN = True", 1)
+    return nb
+
+
+def bench(chapters: list[str], out: Path, home: Path, train: bool = False, site: Path = SITE) -> dict:
+    """From "Run all" to the first figure and to the end, for each chapter in a fresh runtime.
+
+    ``train``: with ``TRAIN = True`` in the setup cell (every model trained in the runtime),
+    otherwise with the build's runs downloaded from the site. A chapter that fails is recorded
+    with its error, and the others still run; the command then exits with an error.
+    """
     runtime = Runtime(home).make()
     record = {"cores": os.cpu_count(), "runtime": "requirements/colab.txt, a fresh runtime per chapter",
+              "models": "trained in the runtime (TRAIN = True)" if train else "the build's runs, from the site",
               "measured": time.strftime("%Y-%m-%d %H:%M"), "chapters": {}}
-    with serve() as site:
+    failed = []
+    with serve(site) as address:
         for number in chapters:
             name = chapter_name(number)
             print(f"{name}: run all in a fresh Colab-like runtime ...", flush=True)
-            execution = runtime.run(downloaded(site, name))
+            nb = downloaded(address, name)
+            execution = runtime.run(with_training(nb) if train else nb)
+            row = {"install_seconds": round(execution.cells[0][2] - execution.started, 1) if execution.cells else None,
+                   "first_figure_seconds": round(execution.first_figure_seconds() or -1, 1),
+                   "end_seconds": round(execution.total_seconds(), 1),
+                   "waits": execution.announced_waits()}
             if execution.error:
-                raise SystemExit(f"{name} failed in the Colab-like runtime:\n{execution.error[-3000:]}")
-            setup_end = execution.cells[0][2] - execution.started
-            record["chapters"][name] = {"install_seconds": round(setup_end, 1),
-                                        "first_figure_seconds": round(execution.first_figure_seconds() or -1, 1),
-                                        "end_seconds": round(execution.total_seconds(), 1),
-                                        "waits": execution.announced_waits()}
-            print(f"{name}: {record['chapters'][name]}", flush=True)
+                row["error"] = execution.error[-3000:]
+                failed.append(name)
+            record["chapters"][name] = row
+            print(f"{name}: {row}", flush=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1) + "\n")
     tmp.replace(out)
+    if failed:
+        raise SystemExit(f"failed in the Colab-like runtime: {', '.join(failed)} (errors in {out})")
     return record
 
 
@@ -273,11 +302,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("bench", help="the waits of a fresh runtime, chapter by chapter")
-    b.add_argument("--chapters", nargs="+", default=["10", "16"])
+    b.add_argument("--chapters", nargs="+", default=["10", "16"], help="chapter numbers, or all")
+    b.add_argument("--train", action="store_true", help="TRAIN = True: train every model in the runtime")
+    b.add_argument("--site", type=Path, default=SITE, help="the built site to serve (default _build/html)")
     b.add_argument("--out", type=Path, default=ROOT / "_build" / "colab-waits.json")
     b.add_argument("--home", type=Path, default=ROOT / "_build" / "colab-runtime")
     args = parser.parse_args(argv)
-    bench(args.chapters, args.out, args.home)
+    chapters = all_chapters() if args.chapters == ["all"] else args.chapters
+    bench(chapters, args.out, args.home, train=args.train, site=args.site)
     return 0
 
 

@@ -97,12 +97,13 @@ def dedupe_scripts(app, pagename, templatename, context, doctree):
     scripts[:] = unique
 
 
-def default_light_mode(app, config):
+def default_mode_auto(app, config):
     """pydata-sphinx-theme writes ``dataset.mode = stored || ""`` and then logs a
     console error for the empty mode on a reader's first visit; give it a valid
-    default instead."""
+    default instead: ``auto``, the device's own setting (the learner's review: a
+    phone in dark mode got the light site)."""
     context = dict(config.html_context or {})
-    context.setdefault("default_mode", "light")
+    context.setdefault("default_mode", "auto")
     config.html_context = context
 
 
@@ -801,7 +802,7 @@ def setup(app):
     app.add_js_file("revformer-homes.js")
     app.add_js_file("revformer-page.js")
     app.connect("build-finished", record_section_ids)
-    app.connect("config-inited", default_light_mode)
+    app.connect("config-inited", default_mode_auto)
     app.connect("config-inited", theme_header)
     app.connect("html-page-context", edition_link)
     app.connect("html-page-context", page_meta)

@@ -18,12 +18,14 @@ Modules, one exercise topic each, add their checkers on ``Checker``.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 import textwrap
 import traceback
 import unicodedata
 from collections.abc import Mapping
+from pathlib import Path
 
 from ..i18n import LANGUAGES, Bilingual, Message, render, show_text, tr
 
@@ -115,6 +117,26 @@ def not_a_tensor(got) -> Message:
     return Message("returned {kind}, not a tensor", kind=type(got).__name__)
 
 
+_SOLUTIONS = str(Path(__file__).resolve().parent / "solutions") + "/"  # the book's solutions, off limits
+_SOLUTION_CHECK = False  # True inside the_books_solution()
+
+
+@contextlib.contextmanager
+def the_books_solution():
+    """Check the book's own solution: inside this block, running it is not refused.
+
+    The chapters' solution cells use it to show that the solution passes;
+    anywhere else a function that runs ``revformer.exercises.solutions``
+    fails its exercise.
+    """
+    global _SOLUTION_CHECK
+    before, _SOLUTION_CHECK = _SOLUTION_CHECK, True
+    try:
+        yield
+    finally:
+        _SOLUTION_CHECK = before
+
+
 class Unfinished(Exception):
     """The reader's function still raises ``NotImplementedError``."""
 
@@ -123,10 +145,13 @@ class Line:
     """One line of a report: its marker (``ok``, ``WRONG``, ``TODO``, ``ERROR``, ``HINT``) and its text.
 
     The text is a ``Message`` (or a plain str, identifiers only), rendered in
-    each language when the report is shown; ``width`` folds it (None: not folded).
+    each language when the report is shown; ``width`` folds it, at 76 columns
+    unless a checker asks for another (a line of 88 characters at most, marker
+    included).
     """
 
     def __init__(self, marker: str, text, width: int | None = None):
+        width = width or 76
         if marker not in MARKERS:
             raise ValueError(f"a line's marker is one of {', '.join(MARKERS)}, got {marker!r}")
         self.marker, self.text, self.width = marker, text, width
@@ -195,13 +220,15 @@ class Checker:
         reader's function that wraps the package's answer, or assigns it, is
         caught as surely as one that calls it directly.
         """
-        if not self.off_limits:
-            return fn(*args, **kwargs)
         seen = []
 
         def watch(frame, event, arg):
-            if event == "call" and frame.f_code in self.off_limits:
+            if event != "call":
+                return
+            if frame.f_code in self.off_limits:
                 seen.append(self.off_limits[frame.f_code])
+            elif not _SOLUTION_CHECK and frame.f_code.co_filename.startswith(_SOLUTIONS):
+                seen.append(frame.f_code)
 
         previous = sys.getprofile()
         sys.setprofile(watch)
@@ -210,12 +237,23 @@ class Checker:
         finally:
             sys.setprofile(previous)
             for function in seen:
-                name = f"{function.__module__}.{function.__qualname__}"
+                if inspect.iscode(function):  # a solution module's function
+                    module = Path(function.co_filename).stem
+                    qualname = function.co_qualname.split(".<")[0]  # a comprehension: its function's name
+                    name = f"revformer.exercises.solutions.{module}.{qualname}"
+                    message = Message("your function runs `{name}`, the book's solution to this "
+                                      "exercise: write your own.", name=name)
+                elif function.__module__.startswith("revformer"):
+                    name = f"{function.__module__}.{function.__qualname__}"
+                    message = Message("your function calls `{name}`, the package's own answer to "
+                                      "this exercise: write it without it.", name=name)
+                else:  # a library's ready-made answer
+                    name = f"{function.__module__}.{function.__qualname__}"
+                    message = Message("your function calls `{name}`, which builds this exercise's "
+                                      "answer for you: write it yourself.", name=name)
                 if name not in self.called:
                     self.called.add(name)
-                    self.expect(False, None, Message(
-                        "your function calls `{name}`, the package's own answer to "
-                        "this exercise: write it without it.", name=name))
+                    self.expect(False, None, message)
 
     def text(self, lang: str | None = None) -> str:
         """The whole report in ``lang``: the title and verdict, then the lines."""

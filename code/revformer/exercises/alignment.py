@@ -126,10 +126,17 @@ def _check(checker: Checker, fn, weights: np.ndarray, where: str) -> bool:
     except (TypeError, ValueError):
         return _expect(checker, False, "", Message("{where}: return an array [L,H] of numbers, got {kind}",
                                                    where=where, kind=type(got).__name__))
+    want = reversal_weight(weights)
+    if list(got.shape) == [heads]:
+        for layer in range(layers):
+            if np.allclose(got, want[layer], atol=_TOL, rtol=0):
+                return _expect(checker, False, "", Message(
+                    "{where}: got shape {shape}, the heads of layer {layer} alone (w[{layer}]): return "
+                    "every layer, [L,H] = [{layers},{heads}]", where=where, shape=[heads], layer=layer,
+                    layers=layers, heads=heads))
     problem = _shape_problem(got, layers, heads)
     if problem:
         return _expect(checker, False, "", Message("{where}: {problem}", where=where, problem=problem))
-    want = reversal_weight(weights)
     if np.allclose(got, want, atol=_TOL, rtol=0):
         return _expect(checker, True, Message("{where}: equals revformer.analysis.reversal_weight",
                                               where=where), "")

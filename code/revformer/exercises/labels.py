@@ -136,9 +136,15 @@ def _check_case(checker: Checker, fn, size, seed) -> bool:
         return expect(checker, False, "", Message(
             "{where}: the labels of positions 7-13 must be the tokens at 8-14, full[:, 8:] (the six "
             "answer digits and <EOS>)", where=where))
+    prompt = got_labels[:, :PROMPT_LEN - 1]  # [B,7]
+    wrong = (prompt != IGNORE_INDEX).any(dim=1).nonzero().flatten().tolist()
+    if wrong == list(range(1, len(prompt))):
+        return expect(checker, False, "", Message(
+            "{where}: positions 0-6 hold -100 in sample 0 only; sample 1's are {labels}. y[0, :7] "
+            "writes one row: write y[:, :7] = -100, every sample", where=where, labels=prompt[1].tolist()))
     return expect(checker, False, "", Message(
-        "{where}: the labels of positions 0-6 must all be -100; yours are {labels} in the first sample",
-        where=where, labels=got_labels[0, :PROMPT_LEN - 1].tolist()))
+        "{where}: the labels of positions 0-6 must be -100 in every sample; sample {row}'s are "
+        "{labels}", where=where, row=wrong[0], labels=prompt[wrong[0]].tolist()))
 
 
 def check_split_inputs_labels(fn) -> bool:

@@ -52,6 +52,14 @@ def _variants(scores):
         (torch.softmax(scores.masked_fill(past, inf), dim=-1),
          Message("the future keys got weight and the past none: the lower triangle was masked instead "
                  "of the upper one. The mask must be True above the diagonal, triu(diagonal=1)")),
+        (torch.softmax(scores.masked_fill(torch.ones(t, t, dtype=torch.bool).tril(0), inf), dim=-1),
+         Message("the future keys got weight and the past none, and the last row has no key left (NaN): "
+                 "the lower triangle, tril(), was masked instead of the upper one. The mask must be True "
+                 "above the diagonal, triu(diagonal=1)")),
+        (torch.softmax(scores.masked_fill(torch.ones(t, t, dtype=torch.bool).tril(1), inf), dim=-1),
+         Message("the future keys got weight and the past none, and the last two rows have no key left "
+                 "(NaN): the lower triangle, tril(diagonal=1), was masked instead of the upper one. The "
+                 "mask must be True above the diagonal, triu(diagonal=1)")),
         (plain,
          Message("the future keys got weight: no mask was applied. Fill the scores above the diagonal "
                  "with -inf before the softmax")),
@@ -122,7 +130,8 @@ def check_masked_weights(fn) -> bool:
     means; never raises. Returns True when every case passes.
     """
     return run_cases(_TITLE, _CASES, _check_case, fn,
-                     off_limits=(causal_mask, scaled_dot_product_attention))
+                     off_limits=(causal_mask, scaled_dot_product_attention,
+                                 torch.nn.Transformer.generate_square_subsequent_mask))
 
 
 __all__ = ["check_masked_weights"]

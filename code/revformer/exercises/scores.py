@@ -11,7 +11,9 @@ the hundreds, where ``exp`` overflows ``float32``).
 """
 from __future__ import annotations
 
+import inspect
 import math
+import re
 
 import torch
 
@@ -43,7 +45,16 @@ def _variants(q, k):
     dh, t = q.size(-1), q.size(-2)
     raw = q @ k.transpose(-2, -1)  # [B,H,T,T]
     scaled = raw / math.sqrt(dh)
+    # A constant written in comes first: the earlier cases, where it equals the
+    # right scale, passed, so a later match means the constant, not Dh.
     return (
+        *((torch.softmax(raw / root, dim=-1), meaning) for root, meaning in (
+            (8.0, Message("the scores were divided by 8 = sqrt(64), the square root of the model's width "
+                          "d_model; the scale belongs to one head: sqrt(Dh) = {root:g}, Dh = q.size(-1) = {dh}",
+                          root=math.sqrt(dh), dh=dh)),
+            (4.0, Message("the scores were divided by 4 = sqrt(16), the book's Dh written in: this q has "
+                          "Dh = q.size(-1) = {dh}, so divide by sqrt(Dh) = {root:g}", root=math.sqrt(dh), dh=dh)),
+        ) if not math.isclose(root, math.sqrt(dh))),
         (torch.softmax(raw, dim=-1),
          Message("the scores were not scaled: divide q k^T by sqrt(Dh) = {root:g} before the softmax",
                  root=math.sqrt(dh))),
@@ -64,6 +75,12 @@ def _variants(q, k):
     )
 
 
+def _written_out(scores):
+    """A softmax written out with exp and a sum, shifted by nothing more."""
+    e = scores.exp()
+    return e / e.sum(dim=-1, keepdim=True)
+
+
 def _sums_to_one(weights, dim):
     return torch.allclose(weights.sum(dim), torch.ones(()), atol=1e-4)
 
@@ -81,6 +98,25 @@ def _shape_diagnosis(got, q) -> Message:
                    "last two axes of k, k.transpose(-2, -1)", shape=shape, expected=[b, h, t, t])
 
 
+def _error_hint(fn) -> Message:
+    """The likelier of the two shape errors, read from the reader's source when it can be read."""
+    try:
+        source = re.sub(r"#.*", "", inspect.getsource(fn))  # the code, not its comments
+    except (OSError, TypeError):
+        source = ""
+    if re.search(r"\.T\b", source):
+        pass
+    elif re.search(r"\.a?max\((?![^)]*keepdim)[^)]*\)", source):
+        return Message("a row's maximum taken without keepdim=True is [B,H,T]: it lines up with the "
+                       "wrong axes of the [B,H,T,T] scores. Use scores.amax(dim=-1, keepdim=True), "
+                       "[B,H,T,1]")
+    elif re.search(r"\.sum\((?![^)]*keepdim)[^)]*\)", source):
+        return Message("a row's sum taken without keepdim=True is [B,H,T]: it lines up with the wrong "
+                       "axes of the [B,H,T,T] weights. Use .sum(dim=-1, keepdim=True), [B,H,T,1]")
+    return Message("q and k are [B,H,T,Dh]: transpose only their last two axes, "
+                   "k.transpose(-2, -1) (k.T reverses all four)")
+
+
 def _check_case(checker: Checker, fn, case, seed) -> bool:
     *shape, spread = case
     generator = torch.Generator().manual_seed(seed)
@@ -90,8 +126,7 @@ def _check_case(checker: Checker, fn, case, seed) -> bool:
         got = checker.call(fn, q_in, k_in)
     except Unfinished:
         if checker.lines[-1].marker == "ERROR":
-            checker.hint(Message("q and k are [B,H,T,Dh]: transpose only their last two axes, "
-                                 "k.transpose(-2, -1) (k.T reverses all four)"), width=72)
+            checker.hint(_error_hint(fn), width=72)
         raise
     b, h, t, dh = shape
     where = Message("q, k {shape}", shape=list(shape))
@@ -113,7 +148,15 @@ def _check_case(checker: Checker, fn, case, seed) -> bool:
         if torch.allclose(got, weights, atol=1e-5, rtol=1e-4):
             return _expect(checker, False, "", Message("{where}: {problem}", where=where, problem=meaning))
     if not torch.isfinite(got).all():
-        largest = (q @ k.transpose(-2, -1) / math.sqrt(dh)).abs().max().item()
+        scores = q @ k.transpose(-2, -1) / math.sqrt(dh)  # [B,H,T,T]
+        largest = scores.abs().max().item()
+        for shift in (scores.amax(), scores.amax(dim=(-2, -1), keepdim=True)):
+            if torch.allclose(got, _written_out(scores - shift), atol=1e-5, rtol=1e-4, equal_nan=True):
+                return _expect(checker, False, "", Message(
+                    "{where}: some weights are NaN. You subtracted one maximum for the whole score "
+                    "matrix, not each row's own: in a row whose scores all lie far below it, exp "
+                    "underflows to 0 for every key, and 0 / 0 = NaN. Subtract "
+                    "scores.amax(dim=-1, keepdim=True), each row's maximum", where=where))
         if largest > _EXP_LIMIT:
             return _expect(checker, False, "", Message(
                 "{where}: some weights are NaN. The scores of this case reach {largest:.0f}, and "
