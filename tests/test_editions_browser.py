@@ -86,7 +86,7 @@ def test_chinese_search_finds_the_books_terms(browser, site, word):
 
 @pytest.mark.parametrize("edition, word, home", [
     ("zh_CN", "贪心解码", "09_generation"), ("zh_CN", "整序列准确率", "09_generation"),
-    ("zh_CN", "反对角线", "10_heatmaps"), ("en", "greedy decoding", "09_generation"),
+    ("zh_CN", "反对角线", "04_one_head"), ("en", "greedy decoding", "09_generation"),
     # the fifth review: 注意力 led to chapter 17, 因果掩码 (a name the prose never uses: it says 因果 mask) to the
     # glossary alone, and the glossary had no entry of its own for 局部图, 残差流, 置零 or 填充
     ("zh_CN", "注意力", "04_one_head"), ("zh_CN", "因果掩码", "05_causal_mask"), ("zh_CN", "局部图", "10_heatmaps"),
