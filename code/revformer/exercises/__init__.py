@@ -160,8 +160,6 @@ class Line:
         label = tr(MARKERS[self.marker], lang)
         pad = max(1, MARKER_WIDTH - width_of(label))
         prefix, text = "  " + label + " " * pad, render(self.text, lang)
-        if not self.width:
-            return prefix + text
         if self.marker == "HINT":  # a hint folds with its marker; a case's text folds under it
             return fold(prefix + text, self.width)
         return prefix + fold(text, self.width)
