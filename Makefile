@@ -1,5 +1,7 @@
 # make book  : build the HTML book into _build/html, its Chinese edition into _build/html/zh_CN
-#              (make book SEED=7: the whole book with seed 7)
+#              (make book SEED=7: the whole book with seed 7; make book EDITION=student: also the
+#              student edition, without solutions or keys, into _build/html-student, and the
+#              instructor's key into _build/instructor-key)
 # make test  : run every test (the book is built first: the tests check the site too)
 # make unit  : the package's tests alone, without the book or a browser, in under a minute
 # make bench : the speed benchmark
@@ -12,6 +14,8 @@ export REVFORMER_CACHE ?= $(CURDIR)/_build/revformer-cache
 export REVFORMER_PROGRESS ?= 0
 # The seed of the models' initial weights for the whole book (42 is the article's).
 SEED ?= 42
+# reader: the book with its solutions; student: the reader's edition and the student edition beside it
+EDITION ?= reader
 
 .PHONY: book test unit bench clean setup-cells retarget translations chromium cjk
 
@@ -41,7 +45,9 @@ $(VENV)/.axe-$(AXE_VERSION): | $(PY)
 	touch $@
 
 book: $(VENV)/.book cjk
+	@case "$(EDITION)" in reader|student) ;; *) echo "EDITION must be reader or student, not $(EDITION)"; exit 2;; esac
 	$(PY) tools/book.py build --seed $(SEED)
+	@if [ "$(EDITION)" = student ]; then $(PY) tools/student.py build; fi
 
 test: $(VENV)/.test $(VENV)/.axe-$(AXE_VERSION) chromium book
 	$(PY) -m pytest

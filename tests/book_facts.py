@@ -15,7 +15,7 @@ HTML = ROOT / "_build" / "html"
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
 REPO_URL = CONFIG["repository"]["url"].rstrip("/")
-EXERCISE_CHAPTERS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
+EXERCISE_CHAPTERS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 19, 20)
 FIGURE_CHAPTERS = (8, 10, 11, 12)  # BOOK_MAP asks these for figures
 
 

@@ -69,13 +69,21 @@ def test_chinese_questions_take_the_same_answers_and_answer_in_chinese(chapter):
 
     bank = json.loads(resources.files("revformer").joinpath(f"questions/{chapter}.json").read_text(encoding="utf-8"))
     for key in bank:
-        both = ask(chapter, key)
+        both = ask(chapter, key, answer=3) if bank[key].get("from_the_run") else ask(chapter, key)
         en, zh = _data(both.en._repr_html_()), _data(both.zh._repr_html_())
         assert (zh["kind"], zh["answer"], zh.get("tolerance")) == (en["kind"], en["answer"], en.get("tolerance"))
         assert zh["ui"]["correct"] == "正确。" and re.search(r"[\u4e00-\u9fff]", zh["explanation"]), (chapter, key)
         for text in zh.get("feedback", []) + [zh.get("hint", "")]:
             assert not text or re.search(r"[\u4e00-\u9fff]", text), (chapter, key, text)
         assert 'lang="zh-CN"' in both.zh._repr_html_()
+
+
+def test_a_question_answered_by_the_run_must_be_given_its_answer():
+    from revformer.quiz import ask
+
+    with pytest.raises(ValueError, match="takes its answer from the page's run"):
+        ask("16", "q2")
+    assert '"answer": 3' in ask("16", "q2", answer=3).en._repr_html_()
 
 
 def test_ask_takes_no_text_overrides():

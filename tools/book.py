@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "tools" / "setup_cell.py.template"
 # Files, besides the notebooks, that name the repository or the site.
 NAMED_IN = ["_config.yml", "README.md", "CITATION.cff", "CONTRIBUTING.md", "code/pyproject.toml",
-            "code/revformer/web.py", "code/revformer/landing.py", "book/intro.md", "book/glossary.md", "book/playground.md"]
+            "code/revformer/web.py", "code/revformer/landing.py", "book/intro.md", "book/glossary.md", "book/playground.md",
+            "book/teaching.md"]
 REPO_PATTERN = re.compile(r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
@@ -224,11 +225,70 @@ def build(seed: int) -> int:
     _run(python, "-c", "from jupyter_book.cli.main import main; main()", "build", ".", "-W", "-n",
          "--keep-going", env=env)
     _serve_runs(python, env)
+    _run(python, ROOT / "tools" / "student.py", "answers", env=env)  # the graded answers, for the exports
+    _run(python, ROOT / "tools" / "book.py", "figure-packs", env=env)
     # The Chinese edition, from the English one's executed notebooks (tools/translations.py).
     _run(python, ROOT / "tools" / "translations.py", "build", "--build", BUILD, env=env)
     for site in sites:
         (site / ".revformer-extension").write_text(extension)
     return 0
+
+
+FIGURES = DOWNLOADS / "figures"
+
+
+def figure_packs() -> list[Path]:
+    """Each chapter's numbered figures in one archive, for slides: ``downloads/figures/NN.zip``.
+
+    The figures as the pages show them (PNG at twice their shown size), one folder per language (``en/``,
+    ``zh_CN/``), named by their number on the page ("figure-10.2.png"), with ``captions.txt``. The numbered figures are the captioned ones, in order, as
+    the book's extension numbers them (book/_ext). Into the site's downloads, and the built site's.
+    """
+    import base64
+    import zipfile
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import translations
+    from revformer.i18n import METADATA_KEY
+
+    shutil.rmtree(FIGURES, ignore_errors=True)
+    FIGURES.mkdir(parents=True)
+    written = []
+    for notebook in notebooks():
+        executed = translations.executed(BUILD, notebook)
+        chapter = int(notebook.name[:2])
+        zh = read(translations.ZH / "book" / notebook.name)
+        zh_captions = {c["id"]: c.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption")
+                       for c in zh["cells"]}
+        figures = {"en": [], "zh_CN": []}
+        for cell in executed["cells"]:
+            caption = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption")
+            images = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+            if not caption or not images:
+                continue
+            output = images[0]
+            both = output.get("metadata", {}).get(METADATA_KEY, {})
+            figures["en"].append((output["data"]["image/png"], caption))
+            figures["zh_CN"].append((both.get("zh_CN", {}).get("image/png", output["data"]["image/png"]),
+                                     zh_captions.get(cell["id"]) or caption))
+        if not figures["en"]:
+            continue
+        path = FIGURES / f"{notebook.name[:2]}.zip"
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+            for language, found in figures.items():
+                label = "figure-{chapter}.{number}.png" if language == "en" else "图-{chapter}.{number}.png"
+                lines = []
+                for number, (data, caption) in enumerate(found, start=1):
+                    name = label.format(chapter=chapter, number=number)
+                    archive.writestr(f"{language}/{name}",
+                                     base64.b64decode("".join(data) if isinstance(data, list) else data))
+                    lines.append(f"{name}\t{caption}")
+                archive.writestr(f"{language}/captions.txt", "\n".join(lines) + "\n")
+        written.append(path)
+    site = BUILD / "html" / "downloads" / "figures"
+    shutil.rmtree(site, ignore_errors=True)
+    shutil.copytree(FIGURES, site)
+    return written
 
 
 def _extension_hash() -> str:
@@ -249,11 +309,16 @@ def main(argv=None) -> int:
     target.add_argument("repo")
     target.add_argument("site", nargs="?")
     commands.add_parser("check", help="fail when any place disagrees with _config.yml")
+    commands.add_parser("figure-packs", help="each chapter's figures in one archive per language (make book)")
     args = parser.parse_args(argv)
     if args.command == "build":
         return build(args.seed)
     if args.command == "setup-cells":
         return setup_cells()
+    if args.command == "figure-packs":
+        written = figure_packs()
+        print(f"{len(written)} figure packs in {FIGURES}")
+        return 0
     if args.command == "retarget":
         return retarget(args.repo, args.site)
     found = problems()

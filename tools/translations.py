@@ -47,7 +47,7 @@ BOOK = ROOT / "book"
 LOCALE = ROOT / "locale" / "zh_CN"
 QUESTIONS = ROOT / "code" / "revformer" / "questions"
 QUESTION_TEXT = ("question", "explanation", "hint")  # the text fields of a question; options, feedback: lists
-PAGES = ("intro.md", "playground.md", "glossary.md", "references.md")
+PAGES = ("intro.md", "playground.md", "glossary.md", "references.md", "teaching.md")
 
 
 def sources() -> list[Path]:

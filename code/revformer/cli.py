@@ -5,7 +5,9 @@ trains (or loads) the three groups and writes the eight result files;
 ``python -m revformer bench [--rounds N] [--book] [--out FILE]`` runs the
 speed benchmark (see ``revformer.bench``);
 ``python -m revformer web --out DIR [--cache DIR]`` exports the cached models'
-weights and the JavaScript model for the browser (see ``revformer.web``).
+weights and the JavaScript model for the browser (see ``revformer.web``);
+``python -m revformer questions export --format gift|moodle-xml|qti|csv --seed N`` writes the
+graded questions with their key for a learning platform (see ``revformer.exports``).
 """
 from __future__ import annotations
 
@@ -36,6 +38,17 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--cache", default=None, help="folder of cached trained models")
     sweep.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
     commands.add_parser("bench", help="the speed benchmark (python -m revformer bench --help)", add_help=False)
+    questions = commands.add_parser("questions", help="the graded questions for a learning platform")
+    action = questions.add_subparsers(dest="action", required=True)
+    export = action.add_parser("export", help="write the graded questions with their key in a platform's format")
+    export.add_argument("--format", required=True, choices=["gift", "moodle-xml", "qti", "csv"], dest="fmt")
+    export.add_argument("--seed", type=int, required=True,
+                        help="the seed the course's book was built with (its answers that come from the run)")
+    export.add_argument("--answers", default="_build/graded-answers.json",
+                        help="the build's record of its pages' answers (default: _build/graded-answers.json)")
+    export.add_argument("--language", default="en", choices=["en", "zh_CN"])
+    export.add_argument("--out", default=None,
+                        help="the file to write (default: revformer-questions-SEED-LANGUAGE and the format's suffix)")
     return parser
 
 
@@ -50,6 +63,8 @@ def main(argv=None) -> int:
         return _web(args)
     if args.command == "sweep":
         return _sweep(args)
+    if args.command == "questions":
+        return _questions(args)
     from .artifacts import reproduce  # torch is imported only when a command needs it
 
     try:
@@ -94,6 +109,19 @@ def _sweep(args) -> int:
             print(f"{row['group']:>10} seed {row['seed']:>4}: val loss {row['val_loss']:.6f}, sequences "
                   f"{row['sequence_accuracy']:.2%}, first perfect step {row['first_perfect_step']}")
         print(f"wrote seeds.csv and learning_curves.csv to {args.out}")
+    return 0
+
+
+def _questions(args) -> int:
+    from .exports import SUFFIXES, read_answers, write
+
+    out = args.out or f"revformer-questions-{args.seed}-{args.language}{SUFFIXES[args.fmt]}"
+    try:
+        written = write(args.fmt, out, args.language, read_answers(args.answers, args.seed))
+    except ValueError as error:
+        print(f"revformer: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote the graded questions ({args.fmt}, {args.language}, seed {args.seed}) to {written}")
     return 0
 
 

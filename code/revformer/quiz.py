@@ -44,6 +44,11 @@ _SCRIPT = r"""<script>
   var out = root.querySelector(".rf-quiz-feedback");
 %(read)s
   var ui = data.ui;  // what the quiz says, in its language
+  if (!("answer" in data)) {  // the student edition: no key in the page, the course grades the answer
+    root.querySelector("button.rf-quiz-check").hidden = true;
+    out.textContent = ui.graded;
+    return;
+  }
   function fill(text, fields) {  // a sentence of ui with its {names} filled in
     return text.replace(/\{(\w+)\}/g, function (m, k) { return k in fields ? fields[k] : m; });
   }
@@ -192,9 +197,12 @@ UI = {"question": "Question.", "check": "Check", "your_answer": "Your answer:", 
       "stop": ". ", "hint": "Check the formula above and retry.",
       "ambiguous": "Did you mean {decimal} or {whole}? Write it with a point.",
       "asPercent": "Right number, written as a fraction: the question asks for a percentage (multiply by 100).",
-      "asFraction": "Right number, written as a percentage: the question asks for a fraction (divide by 100)."}
+      "asFraction": "Right number, written as a percentage: the question asks for a fraction (divide by 100).",
+      "graded": "Your course grades this question: give your answer where your teacher collects it."}
 _SCRIPT_UI = ("pick", "correct", "wrong", "retry", "typeNumber", "wrongNumber", "is", "tooSmall", "tooLarge", "stop",
-              "ambiguous", "asPercent", "asFraction")
+              "ambiguous", "asPercent", "asFraction", "graded")
+# The fields that give a question's answer away: the student edition's package and pages leave them out.
+KEY_FIELDS = ("answer", "tolerance", "explanation", "hint", "feedback")
 
 
 def _ui(language: str) -> dict:
@@ -255,16 +263,13 @@ class Choice:
     explanation: str
     feedback: tuple
     language: str = "en"
+    ref: str = ""  # "08 q1": which of the book's questions (ask), for the exports and the student edition
 
     def _repr_html_(self) -> str:
         quiz_id = element_id("rfq", self.question, self.options)
-        body = '<div role="radiogroup">' + "".join(
-            f'<label><input type="radio" name="{quiz_id}" value="{i}"> {_inline(option)}</label>'
-            for i, option in enumerate(self.options)
-        ) + "</div>"
-        data = {"kind": "choice", "answer": self.answer, "explanation": _plain(self.explanation),
+        data = {"kind": "choice", "ref": self.ref, "answer": self.answer, "explanation": _plain(self.explanation),
                 "feedback": [_plain(f) for f in self.feedback]}
-        return _render(quiz_id, self.question, body, data, self.language)
+        return _render(quiz_id, self.question, _options(quiz_id, self.options), data, self.language)
 
     def __repr__(self) -> str:  # what a plain console shows
         lines = [self.question] + [f"  ({chr(97 + i)}) {o}" for i, o in enumerate(self.options)]
@@ -281,18 +286,47 @@ class Number:
     explanation: str
     hint: str
     language: str = "en"
+    ref: str = ""
 
     def _repr_html_(self) -> str:
         quiz_id = element_id("rfq", self.question, self.answer)
-        ui = _ui(self.language)
-        body = (f'<p><label>{ui["your_answer"]} <input type="text" inputmode="decimal" '
-                f'aria-label="{ui["answer_label"]}" name="{quiz_id}"></label></p>')
-        data = {"kind": "number", "answer": self.answer, "tolerance": self.tolerance,
+        data = {"kind": "number", "ref": self.ref, "answer": self.answer, "tolerance": self.tolerance,
                 "explanation": _plain(self.explanation), "hint": _plain(self.hint)}
-        return _render(quiz_id, self.question, body, data, self.language)
+        return _render(quiz_id, self.question, _number_field(quiz_id, self.language), data, self.language)
 
     def __repr__(self) -> str:
         return f"{self.question}\n  (answer with a number)"
+
+
+def _options(quiz_id: str, options) -> str:
+    return '<div role="radiogroup">' + "".join(
+        f'<label><input type="radio" name="{quiz_id}" value="{i}"> {_inline(option)}</label>'
+        for i, option in enumerate(options)) + "</div>"
+
+
+def _number_field(quiz_id: str, language: str) -> str:
+    ui = _ui(language)
+    return (f'<p><label>{ui["your_answer"]} <input type="text" inputmode="decimal" '
+            f'aria-label="{ui["answer_label"]}" name="{quiz_id}"></label></p>')
+
+
+@dataclass(frozen=True)
+class Unkeyed:
+    """A question of the student edition: asked without its key, which the course keeps (``KEY_FIELDS``)."""
+
+    kind: str
+    question: str
+    options: tuple = ()
+    language: str = "en"
+    ref: str = ""
+
+    def _repr_html_(self) -> str:
+        quiz_id = element_id("rfq", self.question, self.options)
+        body = _options(quiz_id, self.options) if self.kind == "choice" else _number_field(quiz_id, self.language)
+        return _render(quiz_id, self.question, body, {"kind": self.kind, "ref": self.ref}, self.language)
+
+    def __repr__(self) -> str:
+        return "\n".join([self.question] + [f"  ({chr(97 + i)}) {o}" for i, o in enumerate(self.options)])
 
 
 def choice(question: str, options, answer: int, explanation: str, feedback=None, language: str = "en") -> Choice:
@@ -383,13 +417,27 @@ def ask(chapter: str, key: str, **overrides):
     if texts:
         raise ValueError(f"ask takes computed answers, not text ({', '.join(texts)}): text is translated, "
                          "so it lives in revformer/questions/NN.json and its catalogue, questions.po")
-    record = {**bank[key], **overrides}
+    record = dict(bank[key])
     kind = record.pop("kind", None)
     makers = {"choice": choice, "number": number}
     if kind not in makers:
         raise ValueError(f"question {chapter}/{key} has kind {kind!r}; expected 'choice' or 'number'")
+    ref = f"{chapter} {key}"
+    if "answer" not in record:  # the student edition's package: the question without its key
+        zh = chinese(record, chapter, key)
+        return Both(Unkeyed(kind, record["question"], tuple(record.get("options", ())), ref=ref),
+                    Unkeyed(kind, zh["question"], tuple(zh.get("options", ())), "zh_CN", ref))
+    if record.pop("from_the_run", False) and "answer" not in overrides:
+        raise ValueError(f"question {chapter}/{key} takes its answer from the page's run: ask it with answer=...")
+    record.update(overrides)
     zh = chinese(record, chapter, key)
     try:
-        return Both(makers[kind](**record), makers[kind](**zh, language="zh_CN"))
+        return Both(_with_ref(makers[kind](**record), ref), _with_ref(makers[kind](**zh, language="zh_CN"), ref))
     except TypeError as error:
         raise ValueError(f"question {chapter}/{key} is malformed: {error}") from None
+
+
+def _with_ref(question, ref: str):
+    import dataclasses
+
+    return dataclasses.replace(question, ref=ref)

@@ -341,3 +341,38 @@ def show_solution(*functions):
     if not functions:
         raise ValueError("show_solution needs at least one function")
     return Solution([show_source(f) for f in functions])
+
+
+def book_solution(chapter: str, names, check, *args) -> None:
+    """A chapter's solution cell: the book's solution to its exercise, shown collapsed, then checked.
+
+    ``names`` are the solution's functions in ``revformer.exercises.solutions.chNN`` (one name or
+    several); ``check`` is the exercise's checker, called with them and then ``args``, or a tuple of
+    checkers, one per function. The check runs inside ``the_books_solution()``: anywhere else a
+    checker refuses the book's solution. The student edition's package has no solutions; there the
+    cell says so in one line, and the notebook runs on.
+    """
+    import importlib
+
+    from IPython.display import display
+
+    names = (names,) if isinstance(names, str) else tuple(names)
+    try:
+        module = importlib.import_module(f"{__name__}.solutions.ch{chapter}")
+    except ModuleNotFoundError as error:
+        if error.name not in (f"{__name__}.solutions", f"{__name__}.solutions.ch{chapter}"):
+            raise
+        show_text(lambda lang: tr("This is the student edition of the package: it has no solutions "
+                                  "(your teacher has them).", lang))
+        return
+    functions = [getattr(module, name) for name in names]
+    display(show_solution(*functions))
+    with the_books_solution():
+        if isinstance(check, tuple):
+            if len(check) != len(functions):
+                raise ValueError(f"one checker per function: {len(functions)} names, {len(check)} checkers")
+            passed = all(one(function, *args) for one, function in zip(check, functions))
+        else:
+            passed = check(*functions, *args)
+    if not passed:
+        raise AssertionError(f"the book's solution to chapter {chapter}'s exercise fails its checker")

@@ -19,6 +19,8 @@ the other layer, a hook that changes nothing, and a hook left registered.
 """
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from ..data import encode
@@ -61,6 +63,57 @@ def _remove_new_hooks(model, before: dict) -> int:
                 del table[key]
                 removed += 1
     return removed
+
+
+@contextlib.contextmanager
+def leaves_model_as_it_was(model):
+    """Run a reader's function on ``model`` inside this block: afterwards every hook it registered is off and
+    every weight it changed is back. The dict it yields then holds ``left`` (how many hooks it took off) and
+    ``changed`` (whether a weight had changed), for the report."""
+    params = [p.detach().clone() for p in model.parameters()]
+    before = _hooks(model)
+    found = {}
+    try:
+        yield found
+    finally:
+        found["left"] = _remove_new_hooks(model, before)
+        found["changed"] = not all(torch.equal(a, b) for a, b in zip(params, model.parameters()))
+        if found["changed"]:  # put the weights back, so that the model the chapter uses stays as it was
+            with torch.no_grad():
+                for p, saved in zip(model.parameters(), params):
+                    p.copy_(saved)
+
+
+def weights_changed(c, label) -> bool:
+    """The report on a reader's function that changed the model's weights (``leaves_model_as_it_was`` put them back)."""
+    return _expect(c, False, "", Message("{label}: your function changed the model's weights. An "
+                                         "intervention changes the forward pass only (a hook); the "
+                                         "weights stay as trained", label=label))
+
+
+def judge_logits(c, label, out, want, close, mistakes, differs, right, left: int, register: str) -> bool:
+    """The report on logits ``out`` against ``want``: the shape, then the values (the first of ``mistakes()``,
+    pairs of logits and diagnosis, that matches names a wrong answer; else ``differs(gap)``), then the hooks
+    left behind (``register``: the method that registered them)."""
+    if out.shape != want.shape:
+        return _expect(c, False, "", Message("expected logits of shape {want}, got {got}",
+                                             want=list(want.shape), got=list(out.shape)))
+    out = out.detach().to(want.device, want.dtype)
+    if not close(out, want):
+        wrong = next((text for logits, text in mistakes() if close(out, logits)),
+                     differs((out - want).abs().max().item()))
+        return _expect(c, False, "", Message("{where}: {problem}", where=label, problem=wrong))
+    if left == 1:
+        left_behind = Message("{label}: the logits are right, but {left} hook is still registered after your "
+                              "function returned, so it runs again at every later call of the model (the checker "
+                              "took it off). Keep the handle that {register} returns and call "
+                              "handle.remove() in a finally: block", label=label, left=left, register=register)
+    else:
+        left_behind = Message("{label}: the logits are right, but {left} hooks are still registered after your "
+                              "function returned, so they run again at every later call of the model (the "
+                              "checker took them off). Keep the handle that {register} returns and call "
+                              "handle.remove() in a finally: block", label=label, left=left, register=register)
+    return _expect(c, left == 0, right, left_behind)
 
 
 @torch.no_grad()
@@ -156,50 +209,22 @@ def _check_case(c, fn, case) -> bool:
     name, model, ids, layer, head, mean = case
     with torch.no_grad(), replaced_heads(model, {(layer, head): mean}):
         want = _logits(model, ids)
-    params = [p.detach().clone() for p in model.parameters()]
-    before = _hooks(model)
-    try:
+    with leaves_model_as_it_was(model) as after:
         out = c.call(fn, model, ids.clone(), layer, head, mean.clone())
-    finally:
-        left = _remove_new_hooks(model, before)
-        changed = not all(torch.equal(a, b) for a, b in zip(params, model.parameters()))
-        if changed:  # put the weights back, so that the model the chapter uses stays as it was
-            with torch.no_grad():
-                for p, saved in zip(model.parameters(), params):
-                    p.copy_(saved)
     label = Message("{name}, layer {layer} head {head}", name=name, layer=layer, head=head)
-    if changed:
-        return _expect(c, False, "", Message("{label}: your function changed the model's weights. An "
-                                             "intervention changes the forward pass only (a hook); the "
-                                             "weights stay as trained", label=label))
+    if after["changed"]:
+        return weights_changed(c, label)
     if isinstance(out, tuple):
         return _expect(c, False, "", Message("you returned a tuple: model(ids) returns (logits, weights); "
                                              "return the logits only, [B,T,13]"))
     if not isinstance(out, torch.Tensor):
         return _expect(c, False, "", Message("return the logits as a torch.Tensor [B,T,13], got {kind}",
                                              kind=type(out).__name__))
-    if out.shape != want.shape:
-        return _expect(c, False, "", Message("expected logits of shape {want}, got {got}",
-                                             want=list(want.shape), got=list(out.shape)))
-    out = out.detach().to(want.device, want.dtype)
-    if not _close(out, want):
-        wrong = next((text for logits, text in _mistakes(model, ids, layer, head, mean) if _close(out, logits)),
-                     Message("the logits differ from replaced_heads' by up to {gap:.3g}",
-                             gap=(out - want).abs().max().item()))
-        return _expect(c, False, "", Message("{where}: {problem}", where=label, problem=wrong))
-    if left == 1:
-        left_behind = Message("{label}: the logits are right, but {left} hook is still registered after your "
-                              "function returned, so the model stays changed for every later call (the checker "
-                              "took it off). Keep the handle that register_forward_pre_hook returns and call "
-                              "handle.remove() in a finally: block", label=label, left=left)
-    else:
-        left_behind = Message("{label}: the logits are right, but {left} hooks are still registered after your "
-                              "function returned, so the model stays changed for every later call (the checker "
-                              "took it off). Keep the handle that register_forward_pre_hook returns and call "
-                              "handle.remove() in a finally: block", label=label, left=left)
-    return _expect(c, left == 0, Message("{label}: the same logits as replaced_heads, and no hook left behind",
-                                         label=label),
-                   left_behind)
+    return judge_logits(
+        c, label, out, want, _close, lambda: _mistakes(model, ids, layer, head, mean),
+        lambda gap: Message("the logits differ from replaced_heads' by up to {gap:.3g}", gap=gap),
+        Message("{label}: the same logits as replaced_heads, and no hook left behind", label=label),
+        after["left"], "register_forward_pre_hook")
 
 
 def _cases(model=None, ids=None):
