@@ -77,9 +77,14 @@ def test_an_announcement_inside_a_longer_paragraph_is_cut_and_the_rest_kept():
 
 @pytest.fixture(scope="module")
 def reader_wheel(tmp_path_factory):
+    """The package's wheel, built from a copy (setuptools writes build/ into the folder it builds)."""
+    import shutil
+
     folder = tmp_path_factory.mktemp("wheel")
+    source = folder / "code"
+    shutil.copytree(ROOT / "code", source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(folder), str(ROOT / "code")], check=True, cwd=folder)
+                    "--wheel-dir", str(folder), str(source)], check=True, cwd=folder)
     return next(folder.glob("revformer-*.whl"))
 
 
@@ -313,3 +318,15 @@ def test_every_figure_pack_the_teachers_page_links_holds_the_chapters_figures_in
             assert archive.read(english[0])[:8] == b"\x89PNG\r\n\x1a\n"
             assert len(archive.read("zh_CN/captions.txt").decode().splitlines()) == shown
     assert (BUILD / "html" / "zh_CN" / "downloads" / "figures" / f"{linked[0]}.zip").exists()
+
+
+def test_the_playground_keeps_its_code_and_loses_its_revealed_answers():
+    import ast
+
+    for path in (ROOT / "book" / "playground.md", ROOT / "zh_CN" / "book" / "playground.md"):
+        text = path.read_text(encoding="utf-8")
+        assert student.leaks(text), f"{path}: the scan does not see the playground's answers"
+        page = student.student_page(text)
+        assert student.leaks(page) == [] and page.count("{code-cell}") == text.count("{code-cell}")
+        for code in re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```\n", page, flags=re.M | re.S):
+            ast.parse("\n".join(line for line in code.splitlines() if not line.startswith(":")))

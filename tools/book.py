@@ -149,7 +149,8 @@ def _build_hash(seed: int, python: str) -> str:
                                  capture_output=True, text=True).stdout.strip()
     requirements = hashlib.sha256(b"".join(p.read_bytes() for p in sorted((ROOT / "requirements").glob("*.txt"))))
     # the compiled catalogue: the outputs carry every sentence and figure in every language
-    catalogue = hashlib.sha256(b"".join(p.read_bytes() for p in sorted((ROOT / "code").rglob("*.mo"))))
+    # (the package's own, not a copy that a wheel build leaves in code/build for a while)
+    catalogue = hashlib.sha256(b"".join(p.read_bytes() for p in sorted((ROOT / "code" / "revformer").rglob("*.mo"))))
     return (f"seed {seed} package {fingerprint} requirements {requirements.hexdigest()[:16]} "
             f"catalogue {catalogue.hexdigest()[:16]}")
 

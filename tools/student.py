@@ -39,6 +39,9 @@ BUILD = ROOT / "_build"
 SOLUTION_CALL = re.compile(r"^book_solution\(", re.M)
 # A check question's answer, collapsed under it, in either language.
 ANSWER = re.compile(r"\n*<details>\s*<summary>(?:Show the answer|显示答案)</summary>.*?</details>", re.S)
+# The playground's answers to its "What to try" list, which a code cell of playground.md writes.
+PLAYGROUND_ANSWERS = "<summary>What this build's models do</summary>"
+REVEALED = re.compile(r"<summary>(?:Show the answer|显示答案|What this build's models do|本次构建的模型做了什么)</summary>")
 # The sentence before a solution cell that announces the solution (its last sentence, in either language).
 ANNOUNCEMENT = re.compile(r"\s*(?:One solution|The solutions, collapsed below|下面是一种解法|下面折叠着|"
                           r"下方折叠的参考解答)[^\n]*(?:\n[^\n]+)*\Z")
@@ -160,7 +163,7 @@ def leaks(text: str) -> list[str]:
     found = []
     if 'class="rf-solution"' in text or "revformer.exercises.solutions" in text or SOLUTION_CALL.search(text):
         found.append("a solution")
-    if ANSWER.search(text) or re.search(r"<summary>(?:Show the answer|显示答案)</summary>", text):
+    if ANSWER.search(text) or REVEALED.search(text):
         found.append("a check question's answer")
     for match in QUIZ_DATA.finditer(text):
         data = json.loads(match.group(2))
@@ -216,6 +219,25 @@ def scan(site: Path) -> list[str]:
     return found
 
 
+def student_page(text: str) -> str:
+    """A Markdown page (MyST, with code cells) without the statement that reveals the playground's answers:
+    the last of its code cell, ``say("<details><summary>What this build's models do</summary> ...)``."""
+    return re.sub(r'say\("<details>' + re.escape(PLAYGROUND_ANSWERS) + r'.*?\)\n(?=```)', "", text, flags=re.S)
+
+
+def unkey_site(site: Path) -> None:
+    """The built pages and notebooks of a student site with every quiz unkeyed (the Markdown pages' quizzes
+    are executed in the student build itself, with their keys)."""
+    for path in site.rglob("*"):
+        if path.suffix == ".html":
+            text = path.read_text(encoding="utf-8")
+            if "rf-quiz-data" in text:
+                path.write_text(QUIZ_DATA.sub(unkeyed_payload, text), encoding="utf-8")
+        elif path.suffix == ".ipynb":
+            nb = student_notebook(json.loads(path.read_text(encoding="utf-8")))
+            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 # The build.
 def _copy_extra(source: Path, target: Path, notebooks: Path, wheel_folder: Path) -> None:
     """The site's downloads for the student edition: its wheel and its notebooks in place of the reader's."""
@@ -261,6 +283,8 @@ def build(english_build: Path = BUILD, env=None) -> int:
             nb = student_notebook(translations.executed(english_build, path))
             (source / "book" / path.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n",
                                                      encoding="utf-8")
+    for page in (source / "book").glob("*.md"):
+        page.write_text(student_page(page.read_text(encoding="utf-8")), encoding="utf-8")
     shutil.copy(ROOT / "_toc.yml", source / "_toc.yml")
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     config["execute"]["exclude_patterns"] = ["book/*.ipynb"]  # their outputs are the reader's build's run
@@ -274,6 +298,8 @@ def build(english_build: Path = BUILD, env=None) -> int:
     # Chinese: the Chinese edition's sources with their outputs, the same way
     zh_work, zh_source = work / "zh_CN", work / "zh_CN" / "src"
     shutil.copytree(english_build / "zh_CN" / "src", zh_source)
+    for page in (zh_source / "book").glob("*.md"):
+        page.write_text(student_page(page.read_text(encoding="utf-8")), encoding="utf-8")
     for path in sorted((zh_source / "book").glob("*.ipynb")):
         nb = student_notebook(json.loads(path.read_text(encoding="utf-8")))
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -289,6 +315,7 @@ def build(english_build: Path = BUILD, env=None) -> int:
     shutil.rmtree(site, ignore_errors=True)
     shutil.copytree(work / "_build" / "html", site)
     shutil.copytree(zh_work / "_build" / "html", site / "zh_CN")
+    unkey_site(site)
     found = scan(site)
     if found:
         raise SystemExit("the student edition still gives answers away:\n" + "\n".join(found))
