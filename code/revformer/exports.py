@@ -175,7 +175,7 @@ def moodle_xml(questions) -> str:
 CSV_COLUMNS = ("ref", "kind", "question", "options", "answer", "tolerance", "explanation", "feedback")
 
 
-def table(questions) -> str:
+def csv_table(questions) -> str:
     """CSV, one row per question; options and feedback joined by `` | ``, the answer an option's index from 0."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -243,7 +243,7 @@ def export(fmt: str, language: str = "en", answers: dict | None = None) -> bytes
     questions = graded_questions(language, answers)
     if fmt == "qti":
         return qti(questions, language)
-    writer = {"gift": gift, "moodle-xml": moodle_xml, "csv": table}[fmt]
+    writer = {"gift": gift, "moodle-xml": moodle_xml, "csv": csv_table}[fmt]
     return writer(questions).encode("utf-8")
 
 
