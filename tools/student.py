@@ -35,6 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+from book import read, write  # noqa: E402  (the build's notebook files, one format)
 BUILD = ROOT / "_build"
 SOLUTION_CALL = re.compile(r"^book_solution\(", re.M)
 # A check question's answer, collapsed under it, in either language.
@@ -234,8 +235,7 @@ def unkey_site(site: Path) -> None:
             if "rf-quiz-data" in text:
                 path.write_text(QUIZ_DATA.sub(unkeyed_payload, text), encoding="utf-8")
         elif path.suffix == ".ipynb":
-            nb = student_notebook(json.loads(path.read_text(encoding="utf-8")))
-            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            write(path, student_notebook(read(path)))
 
 
 # The build.
@@ -249,9 +249,7 @@ def _copy_extra(source: Path, target: Path, notebooks: Path, wheel_folder: Path)
     for wheel in wheel_folder.glob("revformer-*.whl"):
         shutil.copy(wheel, downloads / wheel.name)
     for path in sorted(notebooks.glob("*.ipynb")):
-        nb = student_notebook(json.loads(path.read_text(encoding="utf-8")))
-        (downloads / "notebooks" / path.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n",
-                                                         encoding="utf-8")
+        write(downloads / "notebooks" / path.name, student_notebook(read(path)))
 
 
 def _jupyter_book(source: Path, output: Path, env: dict) -> None:
@@ -280,9 +278,7 @@ def build(english_build: Path = BUILD, env=None) -> int:
     shutil.copytree(ROOT / "book", source / "book", ignore=shutil.ignore_patterns("_ext", "_build", "*.ipynb"))
     for path in translations.sources():
         if path.suffix == ".ipynb":
-            nb = student_notebook(translations.executed(english_build, path))
-            (source / "book" / path.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n",
-                                                     encoding="utf-8")
+            write(source / "book" / path.name, student_notebook(translations.executed(english_build, path)))
     for page in (source / "book").glob("*.md"):
         page.write_text(student_page(page.read_text(encoding="utf-8")), encoding="utf-8")
     shutil.copy(ROOT / "_toc.yml", source / "_toc.yml")
@@ -301,8 +297,7 @@ def build(english_build: Path = BUILD, env=None) -> int:
     for page in (zh_source / "book").glob("*.md"):
         page.write_text(student_page(page.read_text(encoding="utf-8")), encoding="utf-8")
     for path in sorted((zh_source / "book").glob("*.ipynb")):
-        nb = student_notebook(json.loads(path.read_text(encoding="utf-8")))
-        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        write(path, student_notebook(read(path)))
     zh_extra = zh_work / "site-extra"
     _copy_extra(english_build / "zh_CN" / "site-extra", zh_extra, translations.ZH / "book", wheels)
     zh_config = yaml.safe_load((zh_source / "_config.yml").read_text(encoding="utf-8"))
