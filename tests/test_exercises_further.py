@@ -1,11 +1,15 @@
 """The exercises of "Going further" (chapters 16, 19 and 20): the book's solution passes,
 each typical mistake gets its own diagnosis, an unfinished answer is a TODO."""
 import itertools
+import random
+import re
 
+import numpy as np
 import pytest
 import torch
 
 from revformer.attention import scaled_dot_product_attention
+from revformer.exercises import sign_flip
 from revformer.exercises.kv_cache import check_kv_step
 from revformer.exercises.lens import check_logit_lens
 from revformer.exercises.sign_flip import check_sign_flip_p
@@ -40,10 +44,14 @@ def model():
 
 
 def flip_p(differences, one_sided=None, left_out=None, strict=False, absolute_first=False,
-           count=False, denominator=None, doubled=False):
+           count=False, denominator=None, doubled=False, observed_abs=True, each_abs=False,
+           tolerance=True):
     """The exact two-sided p, right by default; each keyword switches on one typical mistake."""
     d = [float(x) for x in differences]
+    if each_abs:
+        d = [abs(x) for x in d]
     observed = sum(d)
+    tol = 1e-12 * max(1.0, sum(abs(x) for x in d)) if tolerance else 0.0
     patterns = list(itertools.product((1, -1), repeat=len(d)))  # the observed first, its mirror last
     if left_out == "observed":
         patterns = patterns[1:]
@@ -60,8 +68,8 @@ def flip_p(differences, one_sided=None, left_out=None, strict=False, absolute_fi
             side = 1 if observed >= 0 else -1
             statistic, bar = side * sum(terms), abs(observed)
         else:
-            statistic, bar = abs(sum(terms)), abs(observed)
-        hits += statistic > bar if strict else statistic >= bar
+            statistic, bar = abs(sum(terms)), abs(observed) if observed_abs else observed
+        hits += statistic > bar + tol if strict else statistic >= bar - tol
     if count:
         return hits
     total = {None: 2 ** len(d), "half": 2 ** (len(d) - 1), "the rest": len(patterns)}[denominator]
@@ -82,13 +90,14 @@ def test_the_books_sign_flip_solution_passes(capsys):
     assert "p = 0.0625, 2 of the 32 sign assignments" in out  # five of five: the floor, 1/16
 
 
-def test_a_tensor_answer_passes(capsys):
-    def with_tensors(differences):
-        d = torch.as_tensor(differences, dtype=torch.float64)
-        signs = torch.tensor(list(itertools.product((1.0, -1.0), repeat=d.numel())),
-                             dtype=torch.float64)
-        return ((signs @ d).abs() >= d.sum().abs()).double().mean()  # a 0-d tensor
+def with_tensors(differences, tolerance=True):
+    d = torch.as_tensor(differences, dtype=torch.float64)
+    signs = torch.tensor(list(itertools.product((1.0, -1.0), repeat=d.numel())), dtype=torch.float64)
+    tol = 1e-12 * max(1.0, d.abs().sum().item()) if tolerance else 0.0
+    return ((signs @ d).abs() >= d.sum().abs() - tol).double().mean()  # a 0-d tensor
 
+
+def test_a_tensor_answer_passes(capsys):
     assert check_sign_flip_p(with_tensors), capsys.readouterr().out
 
 
@@ -105,10 +114,112 @@ def test_a_tensor_answer_passes(capsys):
     (dict(denominator="half"), "you divided by 2^(n-1) = 16"),
     (dict(doubled=True, one_sided="upper"), "you doubled a one-sided p"),
     (dict(doubled=True, one_sided="observed's side"), "you doubled a one-sided p"),
+    (dict(observed_abs=False),
+     "expected 0.25: you compared |sum| with the observed sum itself, not with its absolute value"),
+    (dict(each_abs=True), "expected 0.25: you took the absolute value of each difference before "
+                          "flipping the signs: then no assignment's |sum| exceeds the observed sum(|d|), "
+                          "and p falls to its floor, 2/2^n = 0.03125"),
 ])
 def test_each_sign_flip_mistake_gets_its_diagnosis(wrong_report, mistake, words):
     assert check_sign_flip_p(lambda differences: flip_p(differences, **mistake)) is False
     assert words in wrong_report()
+
+
+def test_the_new_diagnoses_name_nothing_else(wrong_report):
+    """The observed sum without abs was named "you added the absolute values"; each difference's
+    abs, only "16 of the 64 assignments": now each has its own diagnosis, and only it."""
+    assert check_sign_flip_p(lambda d: flip_p(d, observed_abs=False)) is False
+    assert "you added the absolute values" not in (out := wrong_report())
+    assert "4 differences [-1, -0.75, 0.25, -1.5], a list: got p = 1, expected 0.25" in out
+    assert check_sign_flip_p(lambda d: flip_p(d, each_abs=True)) is False
+    assert "6 differences [1.5, -0.5, 2.25, 0.75, -1, 1.25], a float32 tensor: got p = 0.03125" in (
+        out := wrong_report())
+    assert "16 of the 64 assignments" not in out
+
+
+def passed(out):
+    """How many cases of a sign-flip report passed."""
+    return len(re.findall(r"\bok (?:\d+ differences|differences drawn afresh)", out))
+
+
+def test_sums_that_tie_only_up_to_rounding_need_a_tolerance(capsys, wrong_report):
+    values = sign_flip._NEAR_TIE[0]
+    assert sign_flip_p(values) == 54 / 64  # 20 ties with |observed sum| = 0.2 among the 54
+    assert flip_p(values, tolerance=False) < sign_flip_p(values)  # rounding breaks some ties
+    for without in (lambda d: flip_p(d, tolerance=False), lambda d: with_tensors(d, tolerance=False)):
+        assert check_sign_flip_p(without) is False
+        out = wrong_report()
+        assert "6 differences [0.1, 0.2, -0.3, 0.1, 0.2, -0.1], a list: got p = " in out
+        assert "expected 0.8438: you counted" in out and "of the 20 assignments whose |sum| ties" in out
+        assert "Compare with a tolerance, |sum| >= |observed sum| - tol" in out
+        assert passed(out) == 6  # every fixed case exact in binary passed
+    ok, out = report(check_sign_flip_p, capsys, my_sign_flip_p)  # the book's solution has one
+    assert ok and "6 differences [0.1, 0.2, -0.3, 0.1, 0.2, -0.1], a list: p = 0.8438, 54 of the 64" in out
+
+
+def fixed_answers():
+    """The p of every case that is the same at each check: what a table of answers can hold."""
+    return {tuple(values): sign_flip_p(values) for values, _ in (*sign_flip._CASES, sign_flip._NEAR_TIE)}
+
+
+def test_a_table_of_the_fixed_cases_answers_fails(wrong_report):
+    table = fixed_answers()
+
+    def looked_up(differences):
+        return table.get(tuple(float(x) for x in differences), 0.3)  # never k / 2^n, n <= 9
+
+    assert check_sign_flip_p(looked_up) is False
+    out = wrong_report()
+    assert passed(out) == 7 and "drawn afresh for this check: got p = 0.3" in out
+    assert "your function gave the right p on the 7 fixed cases" in out
+    assert "does it look p up in a table of the fixed cases' answers?" in out
+
+    def no_default(differences):
+        return table.get(tuple(float(x) for x in differences))
+
+    assert check_sign_flip_p(no_default) is False
+    out = wrong_report()
+    assert "drawn afresh for this check: returned NoneType, not a number: your function gave" in out
+    assert "is the `return` missing?" not in out
+
+
+def test_the_second_fresh_case_counts_the_fixed_cases_alone(wrong_report):
+    fixed = fixed_answers()
+    fresh = []
+
+    def wrong_on_the_second(differences):
+        key = tuple(float(x) for x in differences)
+        if key not in fixed and key not in fresh:
+            fresh.append(key)
+        return 0.3 if fresh[1:] and key == fresh[1] else flip_p(differences)  # never k / 2^n
+
+    assert check_sign_flip_p(wrong_on_the_second) is False
+    out = wrong_report()
+    assert passed(out) == 8 and "float64 tensor, drawn afresh for this check: got p = 0.3" in out
+    assert "your function gave the right p on the 7 fixed cases" in out
+
+
+def test_a_table_that_raises_gets_a_hint(capsys):
+    table = fixed_answers()
+    ok, out = report(check_sign_flip_p, capsys, lambda d: table[tuple(float(x) for x in d)])
+    assert not ok and "ERROR KeyError" in out
+    assert "HINT your function gave the right p on the 7 fixed cases" in out
+
+
+def test_the_fresh_cases_change_and_leave_the_seeds_alone(capsys):
+    states = (random.getstate(), np.random.get_state()[1].copy(), torch.get_rng_state())
+    seen = []
+
+    def recording(differences):
+        seen.append(tuple(float(x) for x in differences))
+        return flip_p(differences)
+
+    assert check_sign_flip_p(recording) and check_sign_flip_p(recording), capsys.readouterr().out
+    assert random.getstate() == states[0] and (np.random.get_state()[1] == states[1]).all()
+    assert torch.equal(torch.get_rng_state(), states[2])
+    fresh = [d for d in dict.fromkeys(seen) if d not in fixed_answers()]
+    assert len(fresh) == 4 and all(7 <= len(d) <= 9 for d in fresh)  # two per check, none repeated
+    assert all(2 / 2 ** len(d) < sign_flip_p(d) < 1 for d in fresh)
 
 
 def test_random_assignments_are_named(wrong_report):
@@ -239,7 +350,7 @@ def test_unfinished_lens_is_todo(capsys):
 
 def kv_step(model, token, keys, values, position=None, extend=True, read_twice=False,
             store_twice=False, mask=None, use_cache=True, final_norm=True, prepend=False,
-            every_row=False, package_mask=False):
+            every_row=False, package_mask=False, residual=True, scale="Dh", norm2=True):
     """One cached step, right by default; each keyword switches on one typical mistake."""
     start = keys[0].size(2)
     at = start if position is None else position
@@ -267,7 +378,8 @@ def kv_step(model, token, keys, values, position=None, extend=True, read_twice=F
             if package_mask:
                 heads, _ = scaled_dot_product_attention(q, read_k, read_v, causal=True)
             else:
-                scores = q @ read_k.transpose(-2, -1) / attention.head_dim ** 0.5
+                width = attention.head_dim if scale == "Dh" else attention.d_model
+                scores = q @ read_k.transpose(-2, -1) / width ** 0.5
                 t = read_k.size(2)
                 if mask == "as for query 0":  # the first row of a [T+1,T+1] mask
                     hidden = torch.ones(1, t, dtype=torch.bool).triu(1)
@@ -278,8 +390,9 @@ def kv_step(model, token, keys, values, position=None, extend=True, read_twice=F
                 else:
                     hidden = torch.zeros(1, t, dtype=torch.bool)
                 heads = torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=-1) @ read_v
-            x = x + attention.out_proj(attention.merge_heads(heads))
-            x = x + block.ffn(block.norm2(x))
+            attended = attention.out_proj(attention.merge_heads(heads))
+            x = x + attended if residual else attended
+            x = x + block.ffn(block.norm2(x) if norm2 else x)
         rows = x if every_row else x[:, -1]
         logits = model.lm_head(model.final_norm(rows) if final_norm else rows)
     return logits, keys, values
@@ -305,10 +418,23 @@ def test_the_books_kv_solution_passes(capsys, model):
     (dict(final_norm=False), "the final LayerNorm was skipped"),
     (dict(prepend=True), "the new position's keys were put first"),
     (dict(every_row=True), "one row for each position this step computed"),
+    (dict(residual=False), "the residual addition around the attention is missing"),
+    (dict(scale="D"), "the scores were divided by sqrt(D) = 8, the model's width: divide by "
+                      "sqrt(Dh) = 4, the width of one head (attention.head_dim = 16)"),
+    (dict(norm2=False), "the FFN read the stream without block.norm2"),
 ])
 def test_each_kv_mistake_gets_its_diagnosis(wrong_report, mistake, words):
     assert check_kv_step(lambda *args: kv_step(*args, **mistake)) is False
     assert words in wrong_report()
+
+
+@pytest.mark.parametrize("mistake", [dict(residual=False), dict(scale="D"), dict(norm2=False)])
+def test_the_new_kv_diagnoses_replace_the_bare_gap(wrong_report, model, mistake):
+    """Each of these was only "the logits differ from the full forward pass by up to ..."."""
+    assert check_kv_step(lambda *args: kv_step(*args, **mistake), model) is False
+    out = wrong_report()
+    assert "differ from the full forward pass" not in out
+    assert "an untrained model with large random weights, 8 positions cached: " in out
 
 
 def test_every_positions_logits_or_the_logits_alone_are_named(wrong_report):
@@ -351,3 +477,13 @@ def test_unfinished_kv_step_is_todo(capsys):
 def test_a_model_without_the_mask_is_refused():
     with pytest.raises(ValueError, match="causal mask"):
         check_kv_step(my_kv_step, make_model(seed=11, causal=False))
+
+
+def test_a_right_answer_prints_the_same_report_at_every_check(capsys):
+    """The page runs the book's solution through the checker: its output must not change from build to build,
+    although two of the cases are drawn afresh each time."""
+    reports = []
+    for _ in range(2):
+        assert check_sign_flip_p(flip_p) is True
+        reports.append(capsys.readouterr().out)
+    assert reports[0] == reports[1] and reports[0].count("drawn afresh") == 2

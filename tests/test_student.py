@@ -42,7 +42,8 @@ def _notebook():
              "metadata": {}}],
          "source": 'from revformer.exercises import book_solution\n\nbook_solution("01", "my_encode", check_encode)'},
         {"cell_type": "markdown", "id": "d", "metadata": {},
-         "source": "## Check your understanding\n\n1. Why?\n\n<details>\n<summary>Show the answer</summary>\n\n"
+         "source": "To see a diagnosis, delete a line of the solution.\n\n## Check your understanding\n\n1. Why?\n\n"
+                   "<details>\n<summary>Show the answer</summary>\n\n"
                    "Because.\n\n</details>\n\n2. How?\n\n<details>\n<summary>显示答案</summary>\n\n因为。\n</details>"},
         {"cell_type": "code", "id": "e", "metadata": {}, "execution_count": 2, "source": 'ask("02", "q3")',
          "outputs": [{"output_type": "display_data", "data": data, "metadata": metadata}]},
@@ -58,6 +59,7 @@ def test_a_student_notebook_keeps_the_questions_and_loses_every_answer():
     assert student.leaks(text) == []
     assert [c["id"] for c in nb["cells"]] == ["a", "d", "e"]  # the solution and its announcement gone
     assert "1. Why?" in text and "2. How?" in text and "Because." not in text and "因为。" not in text
+    assert "To see a diagnosis" not in text and nb["cells"][1]["source"].startswith("## Check")  # a remark on it
     payloads = [json.loads(m.group(2)) for m in student.QUIZ_DATA.finditer(text)]
     assert payloads and all(p["ref"] == "02 q3" and p["kind"] == "choice" for p in payloads)
     assert all(not set(p) & set(KEY_FIELDS) for p in payloads)
@@ -155,7 +157,9 @@ def _gift_keys(text):
     (No maintained GIFT parser exists on PyPI: pygiftparser 1.1, of 2017, imports pkg_resources and an old
     Markdown, and fails on Python 3.11 without setuptools.)"""
     keys = {}
-    for block in re.split(r"\n\n(?=::)", text.strip()):
+    for block in re.split(r"\n\n(?=::|\$CATEGORY:)", text.strip()):
+        if block.startswith("$CATEGORY:"):
+            continue
         ref = re.match(r"::(.+?)::", block).group(1)
         body = block[block.index("{") + 1:block.rindex("}")]
         lines = [line.strip() for line in body.strip().splitlines() if not line.strip().startswith("####")]
@@ -172,6 +176,8 @@ def _gift_keys(text):
 def _xml_keys(text):
     keys = {}
     for question in ET.fromstring(text).iter("question"):
+        if question.get("type") == "category":
+            continue
         ref = question.find("name/text").text
         answers = question.findall("answer")
         if question.get("type") == "numerical":
@@ -187,7 +193,8 @@ def _qti_keys(data):
     ns = {"q": "http://www.imsglobal.org/xsd/imsqti_v2p1"}
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         manifest = ET.fromstring(archive.read("imsmanifest.xml"))
-        hrefs = [r.get("href") for r in manifest.iter("{http://www.imsglobal.org/xsd/imscp_v1p1}resource")]
+        hrefs = [r.get("href") for r in manifest.iter("{http://www.imsglobal.org/xsd/imscp_v1p1}resource")
+                 if r.get("type") == "imsqti_item_xmlv2p1"]
         for href in hrefs:
             item = ET.fromstring(archive.read(href))
             value = item.find("q:responseDeclaration/q:correctResponse/q:value", ns).text
@@ -201,8 +208,19 @@ def _qti_keys(data):
 
 
 def _csv_keys(text):
-    return {row["ref"]: int(row["answer"]) if row["kind"] == "choice" else (float(row["answer"]), float(row["tolerance"]))
-            for row in csv.DictReader(io.StringIO(text))}
+    """The answer column by position (its header describes it): a choice's letter as its index, else the number."""
+    rows = list(csv.reader(io.StringIO(text)))
+    header = rows[0]
+    answer, tolerance = header.index(next(h for h in header if h.startswith("answer"))), \
+        header.index(next(h for h in header if h.startswith("tolerance")))
+    keys = {}
+    for row in rows[1:]:
+        if row[1] == "choice":
+            assert re.fullmatch(r"[a-z]", row[answer]), row
+            keys[row[0]] = ord(row[answer]) - ord("a")
+        else:
+            keys[row[0]] = (float(row[answer]), float(row[tolerance]))
+    return keys
 
 
 def _book_keys(answers):
@@ -281,6 +299,22 @@ def test_the_student_edition_builds_and_gives_nothing_away():
     for language in ("en", "zh_CN"):
         assert (key / f"questions-{json.loads((BUILD / 'graded-answers.json').read_text())['seed']}-{language}"
                 f".moodle.xml").exists()
+    assert (BUILD / "html" / "book" / "teaching.html").exists()
+    assert not list(site.rglob("teaching.html")), "the teacher's page is for teachers"
+    for chapter in (site / "book" / "08_training.html", site / "zh_CN" / "book" / "08_training.html"):
+        page = chapter.read_text()
+        assert "rf-run-colab" not in page and "colab.research.google.com" not in page  # the repository's notebooks
+        link = re.search(r'class="rf-run-download" download href="([^"]+)"', page).group(1)
+        assert (chapter.parent / link).resolve().is_file(), link
+        assert "book_solution(" not in (chapter.parent / link).read_text()
+    for language, suffix in (("en", ""), ("zh_CN", ".zh_CN")):
+        text = (key / f"key{suffix}.md").read_text()
+        questions = re.findall(r"^\*\*\d+\.\*\* ", text, re.M)
+        answers = re.findall(r"^> \*\*(?:Answer|答案)\.\*\* ", text, re.M)
+        assert len(questions) == len(answers) >= 21 * 2, (language, len(questions), len(answers))
+        assert not re.search(r"^## (?:Check your understanding|检查你的理解)", text, re.M)
+        assert "#playground" in text and 'src="tex-chtml.js"' in (key / f"key{suffix}.html").read_text()
+    assert (key / "tex-chtml.js").is_file()
 
 
 def test_the_teachers_page_names_the_questions_that_change_with_the_seed():
@@ -290,9 +324,15 @@ def test_the_teachers_page_names_the_questions_that_change_with_the_seed():
     from_the_run = {f"{c} {k}" for c in chapters() for k, r in _bank(f"{c}.json").items() if r.get("from_the_run")}
     ordinal = {"q1": "first", "q2": "second", "q3": "third", "q4": "fourth", "q5": "fifth"}
     page = " ".join((ROOT / "book" / "teaching.md").read_text().split())
-    named = re.search(r"can change with the seed: (.*?)\. Every other answer", page).group(1)
+    found = re.search(r"(\w+) take their answer from the build's run and can change with the seed: (.*?)\. "
+                      r"The other (\d+) are the same", page)
+    count, named, others = found.groups()
     assert sorted(re.findall(r"chapter (\d\d)'s (\w+)", named)) == sorted(
         (ref[:2], ordinal[ref[3:]]) for ref in from_the_run)
+    assert "the playground's" in named  # its answer comes from the run too, and only the key holds it
+    numbers = {"three": 3, "four": 4, "five": 5}
+    assert numbers[count.lower()] == len(from_the_run) + 1
+    assert int(others) == sum(len(_bank(f"{c}.json")) for c in chapters()) - len(from_the_run)
 
 
 @pytest.mark.book
@@ -330,3 +370,43 @@ def test_the_playground_keeps_its_code_and_loses_its_revealed_answers():
         assert student.leaks(page) == [] and page.count("{code-cell}") == text.count("{code-cell}")
         for code in re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```\n", page, flags=re.M | re.S):
             ast.parse("\n".join(line for line in code.splitlines() if not line.startswith(":")))
+
+
+def test_the_keys_check_questions_pair_each_question_with_its_answer_and_drop_what_speaks_to_the_page():
+    nb = {"cells": [
+        {"cell_type": "markdown", "source": "## Try it yourself\n\nWrite it."},
+        {"cell_type": "markdown", "source": "A remark on the solution.\n\n## Check your understanding\n\n"
+                                            "The page grades the next two questions itself.\n\n1. Why?\n\n"
+                                            "   ```python\n   x = 1\n\n   y = 2\n   ```\n\n<details>\n<summary>"
+                                            "Show the answer</summary>\n\nBecause $a_i$.\n\nThe folded cell below "
+                                            "measures what that costs.\n\n</details>"},
+        {"cell_type": "code", "source": "evidence()"},
+        {"cell_type": "markdown", "source": "#### 2. How?\n\nThe evidence: a table."},
+        {"cell_type": "markdown", "source": "<details>\n<summary>显示答案</summary>\n\nSo.\n</details>\n\n"
+                                            "**3.** Which?\n\n<details>\n<summary>Show the answer</summary>\n\n"
+                                            "That.\n</details>\n\n## Summary\n\nDone."}]}
+    found = student.check_questions(nb, "Answer")
+    assert [q.split("\n")[0] for q in found] == ["**1.** Why?", "**2.** How?", "**3.** Which?"]
+    assert "y = 2" in found[0] and "> **Answer.** Because $a_i$." in found[0] and "folded cell" not in found[0]
+    assert "The evidence: a table." in found[1] and found[1].endswith("> **Answer.** So.")
+    text = "\n".join(found)
+    assert "remark" not in text and "grades the next" not in text and "Summary" not in text
+    nb["cells"][1]["source"] = nb["cells"][1]["source"].replace("1. Why?", "Why?")
+    with pytest.raises(ValueError, match="an answer without its question"):
+        student.check_questions(nb, "Answer")
+
+
+def test_every_sentence_the_student_edition_rewrites_is_on_a_page_and_is_rewritten_there():
+    pages = [ROOT / "book" / "intro.md", ROOT / "book" / "playground.md", ROOT / "zh_CN" / "book" / "intro.md",
+             ROOT / "zh_CN" / "book" / "playground.md"]
+    chapter = ROOT / "book" / "15_check_questions.ipynb", ROOT / "zh_CN" / "book" / "15_check_questions.ipynb"
+    texts = [p.read_text(encoding="utf-8") for p in pages] + [
+        "\n".join(student.strings(json.loads(p.read_text(encoding="utf-8")))) for p in chapter]
+    for old, new in student.POINTERS:
+        assert any(student._pointer(old).search(t) for t in texts), f"no page says {old!r} any more"
+    for path in pages:
+        rewritten = student.student_page(path.read_text(encoding="utf-8"))
+        assert not any(student._pointer(old).search(rewritten) for old, _ in student.POINTERS), path
+    for path in chapter:
+        rewritten = "\n".join(student.strings(student.student_notebook(json.loads(path.read_text(encoding="utf-8")))))
+        assert not student.leaks(rewritten), path

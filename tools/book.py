@@ -236,60 +236,165 @@ def build(seed: int) -> int:
 
 
 FIGURES = DOWNLOADS / "figures"
+SITE_FIGURES = BUILD / "html" / "downloads" / "figures"
 
 
-def figure_packs() -> list[Path]:
+def figure_packs(out: Path = FIGURES, site: Path | None = SITE_FIGURES) -> list[Path]:
     """Each chapter's numbered figures in one archive, for slides: ``downloads/figures/NN.zip``.
 
     The figures as the pages show them (PNG at twice their shown size), one folder per language (``en/``,
-    ``zh_CN/``), named by their number on the page ("figure-10.2.png"), with ``captions.txt``. The numbered figures are the captioned ones, in order, as
-    the book's extension numbers them (book/_ext). Into the site's downloads, and the built site's.
+    ``zh_CN/``), named by their number on the page ("figure-10.2.png"), with ``captions.txt`` (the captions as
+    plain text), and ``LICENSE.txt``: the figures' licence and the credit line to use. The numbered figures are
+    the captioned ones, in order, as the book's extension numbers them (book/_ext). Into ``out`` (the site's
+    downloads), and copied into ``site`` (the built site's), from the English build's executed chapters.
     """
+    sys.path.insert(0, str(ROOT / "tools"))
+    import translations
+
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    written = []
+    for notebook in notebooks():
+        figures = _chapter_figures(translations.executed(BUILD, notebook),
+                                   read(translations.ZH / "book" / notebook.name))
+        if figures["en"]:
+            written.append(_figure_pack(out / f"{notebook.name[:2]}.zip", notebook.stem, figures))
+    if site is not None:
+        shutil.rmtree(site, ignore_errors=True)
+        shutil.copytree(out, site)
+    return written
+
+
+def _chapter_figures(executed: dict, zh: dict) -> dict:
+    """``{"en": [(png, caption), ...], "zh_CN": [...]}``: a chapter's captioned figures, in order."""
+    from revformer.i18n import METADATA_KEY
+
+    def caption_of(cell):
+        return cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption")
+
+    zh_captions = {c.get("id"): caption_of(c) for c in zh["cells"]}
+    figures = {"en": [], "zh_CN": []}
+    for cell in executed["cells"]:
+        caption = caption_of(cell)
+        images = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+        if not caption or not images:
+            continue
+        output = images[0]
+        both = output.get("metadata", {}).get(METADATA_KEY, {})
+        figures["en"].append((output["data"]["image/png"], caption))
+        figures["zh_CN"].append((both.get("zh_CN", {}).get("image/png", output["data"]["image/png"]),
+                                 zh_captions.get(cell.get("id")) or caption))
+    return figures
+
+
+FIGURE_NAMES = {"en": "figure-{chapter}.{number}.png", "zh_CN": "图-{chapter}.{number}.png"}
+
+
+def _figure_pack(path: Path, stem: str, figures: dict) -> Path:
+    """One chapter's archive at ``path``: per language its PNGs (base64 in ``figures``) and ``captions.txt``
+    ("name<TAB>caption" a line, the caption as plain text), and ``LICENSE.txt``, in both languages."""
     import base64
     import zipfile
 
-    sys.path.insert(0, str(ROOT / "tools"))
-    import translations
-    from revformer.i18n import METADATA_KEY
+    chapter = int(stem[:2])
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for language, found in figures.items():
+            lines = []
+            for number, (data, caption) in enumerate(found, start=1):
+                name = FIGURE_NAMES[language].format(chapter=chapter, number=number)
+                png = base64.b64decode("".join(data) if isinstance(data, list) else data)
+                archive.writestr(f"{language}/{name}", png)
+                lines.append(f"{name}\t{plain_caption(caption)}")
+            archive.writestr(f"{language}/captions.txt", "\n".join(lines) + "\n")
+        archive.writestr("LICENSE.txt", figure_licence(stem))
+    return path
 
-    shutil.rmtree(FIGURES, ignore_errors=True)
-    FIGURES.mkdir(parents=True)
-    written = []
-    for notebook in notebooks():
-        executed = translations.executed(BUILD, notebook)
-        chapter = int(notebook.name[:2])
-        zh = read(translations.ZH / "book" / notebook.name)
-        zh_captions = {c["id"]: c.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption")
-                       for c in zh["cells"]}
-        figures = {"en": [], "zh_CN": []}
-        for cell in executed["cells"]:
-            caption = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption")
-            images = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
-            if not caption or not images:
-                continue
-            output = images[0]
-            both = output.get("metadata", {}).get(METADATA_KEY, {})
-            figures["en"].append((output["data"]["image/png"], caption))
-            figures["zh_CN"].append((both.get("zh_CN", {}).get("image/png", output["data"]["image/png"]),
-                                     zh_captions.get(cell["id"]) or caption))
-        if not figures["en"]:
-            continue
-        path = FIGURES / f"{notebook.name[:2]}.zip"
-        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-            for language, found in figures.items():
-                label = "figure-{chapter}.{number}.png" if language == "en" else "图-{chapter}.{number}.png"
-                lines = []
-                for number, (data, caption) in enumerate(found, start=1):
-                    name = label.format(chapter=chapter, number=number)
-                    archive.writestr(f"{language}/{name}",
-                                     base64.b64decode("".join(data) if isinstance(data, list) else data))
-                    lines.append(f"{name}\t{caption}")
-                archive.writestr(f"{language}/captions.txt", "\n".join(lines) + "\n")
-        written.append(path)
-    site = BUILD / "html" / "downloads" / "figures"
-    shutil.rmtree(site, ignore_errors=True)
-    shutil.copytree(FIGURES, site)
-    return written
+
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
+_MATH = re.compile(r"\$\$(.+?)\$\$|(?<![\\$\w])\$(?=\S)([^$\n]+?)(?<=[^\s\\])\$(?![\d$])", re.S)
+_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+\-.!$<>~|])")
+
+
+def plain_caption(text: str) -> str:
+    """A caption's Markdown as plain text, for a slide: code spans lose their backticks, emphasis and strong
+    emphasis their stars or underscores, links and images keep their text, math its dollar signs (the TeX
+    inside stays as written), escaped characters their backslash; runs of white space become one space."""
+    kept = []
+
+    def keep(value: str) -> str:
+        kept.append(value)
+        return f"\0{len(kept) - 1}\0"
+
+    text = _CODE_SPAN.sub(lambda m: keep(m.group(2).strip() if m.group(2).strip() else m.group(2)), str(text))
+    text = _MATH.sub(lambda m: keep((m.group(1) or m.group(2)).strip()), text)
+    text = _ESCAPED.sub(lambda m: keep(m.group(1)), text)
+    text = re.sub(r"!?\[([^\]]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)", r"\1", text)  # [text](url), ![alt](src)
+    text = re.sub(r"!?\[([^\]]+)\]\[[^\]]*\]", r"\1", text)  # [text][ref]
+    text = re.sub(r"<((?:https?|mailto):[^>\s]+)>", r"\1", text)  # <https://...>
+    for marker in (r"\*\*\*", r"___", r"\*\*", r"__", r"\*", r"_", r"~~"):
+        # emphasis opens before a non-space and closes after one; underscores only at a word's edge (one_head stays)
+        edge = (r"(?<!\w)", r"(?!\w)") if "_" in marker else ("", "")
+        text = re.sub(rf"{edge[0]}{marker}(?=\S)(.+?)(?<=\S){marker}{edge[1]}", r"\1", text, flags=re.S)
+    text = re.sub(r"\0(\d+)\0", lambda m: kept[int(m.group(1))], text)
+    return " ".join(text.split())
+
+
+LICENCE_URL = "https://creativecommons.org/licenses/by/4.0/"
+
+
+def figure_credit() -> str:
+    """The credit the project asks for, as ``LICENSE-TEXT.md`` words it ("Title", the authors)."""
+    text = " ".join((ROOT / "LICENSE-TEXT.md").read_text(encoding="utf-8").split())
+    found = re.search(r"give appropriate credit \((\"[^\"]+\"[^)]*)\)", text)
+    if not found:
+        raise SystemExit("LICENSE-TEXT.md no longer says 'give appropriate credit (\"Title\", the authors)': "
+                         "the figure packs take their credit line from there")
+    return found.group(1).strip()
+
+
+def figure_licence(stem: str) -> str:
+    """``LICENSE.txt`` of a chapter's figure pack, in English and Chinese: the licence, the credit line with the
+    site of ``_config.yml`` (a retargeted fork names itself), and the chapter's page in each edition."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from translations import TITLE
+
+    site = named()[1]
+    chapter = int(stem[:2])
+    credit = figure_credit()
+    example = f"{chapter}.1"  # the first figure's number, as the credit line's example
+    return "\n".join([
+        f"The figures of chapter {chapter}.",
+        f"From: {credit}",
+        f"Book: {site}",
+        f"Chapter: {site}book/{stem}.html",
+        "",
+        "Licence: Creative Commons Attribution 4.0 International (CC BY 4.0)",
+        LICENCE_URL,
+        "",
+        "You may share and adapt these figures for any purpose, including a course of your own, provided you",
+        "give appropriate credit, link to the licence, and indicate if changes were made. Credit them as:",
+        "",
+        f"    Figure {example}: {credit}, {site}, CC BY 4.0 ({LICENCE_URL})",
+        "",
+        "Add \"adapted\" to the credit line of a figure you changed.",
+        "",
+        "----",
+        "",
+        f"第 {chapter} 章的图。",
+        f"出自：《{TITLE}》（{credit}）",
+        f"本书：{site}zh_CN/",
+        f"本章：{site}zh_CN/book/{stem}.html",
+        "",
+        "许可协议：知识共享 署名 4.0 国际（CC BY 4.0）",
+        "https://creativecommons.org/licenses/by/4.0/deed.zh-hans",
+        "",
+        "你可以为任何目的（包括你自己的课程）分享和改编这些图，只需适当署名、附上许可协议的链接，并注明是否作了修改。署名可写作：",
+        "",
+        f"    图 {example}：{credit}，{site}zh_CN/，CC BY 4.0（{LICENCE_URL}）",
+        "",
+        "若改动了某张图，请在它的署名后注明“有改动”。",
+        "",
+    ])
 
 
 def _extension_hash() -> str:

@@ -50,6 +50,38 @@ QUIZ_DATA = re.compile(r'(<script type="application/json" class="rf-quiz-data">)
 KEY_CONTEXT = re.compile(r"^\d\d q\w+ (?:explanation|hint|feedback)(?: \d+)?$")
 
 
+# Sentences of the reader's edition that point at an answer the student edition leaves out, or at the launch
+# buttons it does not have (book/_ext: revformer_edition), and what the student edition says instead (English, then Chinese); a space matches any run of white space, as pages wrap.
+POINTERS = (
+    ("questions whose answers you reveal, and at least one the page grades for you.",
+     "questions to answer before you read on; your course collects the answers."),
+    ("the check questions work in the page itself, with no Python and no network.",
+     "the check questions are on the page itself, with no Python needed to read them."),
+    ("Try each, then open what this build's models do on the test set. They are one build's models",
+     "Try each, and write down what you see. The models are one build's"),
+    ("then the answer: it links to the chapter that teaches the idea.", "and check your answer against it."),
+    ("use the rocket button at the top of a chapter and choose Colab.",
+     "download the chapter's notebook with the link under its title and open it there (File, Upload notebook)."),
+    ("一些可以点开查看答案的问题，以及至少一个由页面为你评分的问题。", "一些问题，请在读下去之前作答；答案由你的课程收取。"),
+    ("检查题可以直接在页面里作答，不需要 Python，也不需要联网。", "检查题就在页面上，读题不需要 Python。"),
+    ("每一项都试过之后，再展开下面的内容，看看本次构建的模型在测试集上的表现。它们只是",
+     "每一项都试一试，记下你看到的结果。这些模型只是"),
+    ("最后打开答案：答案会链接到讲授相关概念的那一章。", "用它检验你的答案。"),
+    ("点击章节顶部的火箭按钮，选择 Colab。", "用章节标题下的链接下载本章的 notebook，再在 Colab 中打开它（文件 → 上传笔记本）。"),
+)
+
+
+def _pointer(sentence: str) -> re.Pattern:
+    return re.compile(r"\s+".join(re.escape(word) for word in sentence.split(" ")))
+
+
+def student_text(text: str) -> str:
+    """Markdown of the reader's edition with the sentences that point at removed answers rewritten."""
+    for old, new in POINTERS:
+        text = _pointer(old).sub(new, text)
+    return text
+
+
 def _key_fields() -> tuple:
     from revformer.quiz import KEY_FIELDS
 
@@ -83,7 +115,7 @@ def _text(cell) -> str:
 def student_notebook(nb: dict) -> dict:
     """``nb`` (with or without outputs) as the student edition shows it."""
     nb = json.loads(json.dumps(nb))
-    cells = []
+    cells, after_solution = [], False
     for cell in nb["cells"]:
         text = _text(cell)
         if cell["cell_type"] == "code" and SOLUTION_CALL.search(text):
@@ -93,9 +125,14 @@ def student_notebook(nb: dict) -> dict:
                     cells[-1]["source"] = announced
                 else:
                     cells.pop()
+            after_solution = True
             continue
-        if cell["cell_type"] == "markdown" and ANSWER.search(text):
-            cell["source"] = ANSWER.sub("", text)
+        if cell["cell_type"] == "markdown":
+            if after_solution and re.search(r"^#", text, re.M):  # a remark on the solution, before the next heading
+                text = re.sub(r"\A(?:(?!^#).*\n)*", "", text, flags=re.M)
+            text = student_text(ANSWER.sub("", text))
+            cell["source"] = text
+        after_solution = False
         if cell["cell_type"] == "code":
             cell["outputs"] = _strip(cell.get("outputs", []))
         cells.append(cell)
@@ -166,6 +203,9 @@ def leaks(text: str) -> list[str]:
         found.append("a solution")
     if ANSWER.search(text) or REVEALED.search(text):
         found.append("a check question's answer")
+    for old, _ in POINTERS:
+        if _pointer(old).search(text):
+            found.append(f"a sentence the student edition rewrites ({old[:40]}...)")
     for match in QUIZ_DATA.finditer(text):
         data = json.loads(match.group(2))
         shown = sorted(set(data) & set(_key_fields()))
@@ -223,7 +263,8 @@ def scan(site: Path) -> list[str]:
 def student_page(text: str) -> str:
     """A Markdown page (MyST, with code cells) without the statement that reveals the playground's answers:
     the last of its code cell, ``say("<details><summary>What this build's models do</summary> ...)``."""
-    return re.sub(r'say\("<details>' + re.escape(PLAYGROUND_ANSWERS) + r'.*?\)\n(?=```)', "", text, flags=re.S)
+    text = re.sub(r'say\("<details>' + re.escape(PLAYGROUND_ANSWERS) + r'.*?\)\n(?=```)', "", text, flags=re.S)
+    return student_text(text)
 
 
 def unkey_site(site: Path) -> None:
@@ -250,6 +291,19 @@ def _copy_extra(source: Path, target: Path, notebooks: Path, wheel_folder: Path)
         shutil.copy(wheel, downloads / wheel.name)
     for path in sorted(notebooks.glob("*.ipynb")):
         write(downloads / "notebooks" / path.name, student_notebook(read(path)))
+
+
+TEACHERS_PAGE = "book/teaching"
+
+
+def without_teachers_page(toc: Path, source: Path) -> None:
+    """``source``'s table of contents (from ``toc``) and pages without the teacher's page: it is for teachers."""
+    text = toc.read_text(encoding="utf-8")
+    entry = f"  - file: {TEACHERS_PAGE}\n"
+    if entry not in text:
+        raise SystemExit(f"{toc} does not list {TEACHERS_PAGE} as the student build expects")
+    (source / "_toc.yml").write_text(text.replace(entry, ""), encoding="utf-8")
+    (source / f"{TEACHERS_PAGE}.md").unlink()
 
 
 def _jupyter_book(source: Path, output: Path, env: dict) -> None:
@@ -281,13 +335,13 @@ def build(english_build: Path = BUILD, env=None) -> int:
             write(source / "book" / path.name, student_notebook(translations.executed(english_build, path)))
     for page in (source / "book").glob("*.md"):
         page.write_text(student_page(page.read_text(encoding="utf-8")), encoding="utf-8")
-    shutil.copy(ROOT / "_toc.yml", source / "_toc.yml")
+    without_teachers_page(ROOT / "_toc.yml", source)
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     config["execute"]["exclude_patterns"] = ["book/*.ipynb"]  # their outputs are the reader's build's run
     config["sphinx"]["local_extensions"] = {"revformer_book": str(ROOT / "book" / "_ext")}
     extra = work / "site-extra"
     _copy_extra(english_build / "site-extra", extra, ROOT / "book", wheels)
-    config["sphinx"]["config"].update(html_extra_path=[str(extra)],
+    config["sphinx"]["config"].update(html_extra_path=[str(extra)], revformer_edition="student",
                                       revformer_section_ids=str(work / "section-ids.json"))
     (source / "_config.yml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
     _jupyter_book(source, work, env)
@@ -298,10 +352,11 @@ def build(english_build: Path = BUILD, env=None) -> int:
         page.write_text(student_page(page.read_text(encoding="utf-8")), encoding="utf-8")
     for path in sorted((zh_source / "book").glob("*.ipynb")):
         write(path, student_notebook(read(path)))
+    without_teachers_page(zh_source / "_toc.yml", zh_source)
     zh_extra = zh_work / "site-extra"
     _copy_extra(english_build / "zh_CN" / "site-extra", zh_extra, translations.ZH / "book", wheels)
     zh_config = yaml.safe_load((zh_source / "_config.yml").read_text(encoding="utf-8"))
-    zh_config["sphinx"]["config"].update(html_extra_path=[str(zh_extra)],
+    zh_config["sphinx"]["config"].update(html_extra_path=[str(zh_extra)], revformer_edition="student",
                                          revformer_section_ids=str(work / "section-ids.json"))
     (zh_source / "_config.yml").write_text(yaml.safe_dump(zh_config, allow_unicode=True, sort_keys=False),
                                            encoding="utf-8")
@@ -337,12 +392,33 @@ def graded_answers(english_build: Path) -> dict:
     return answers
 
 
+def playground_question(english_build: Path) -> dict:
+    """The playground's graded question as the built pages ask it, in both languages (its answer comes from
+    the run, and the page computes it itself, so it is not in the package's question files)."""
+    from bs4 import BeautifulSoup
+
+    found = {}
+    for language, page in (("en", "html/book/playground.html"), ("zh_CN", "html/zh_CN/book/playground.html")):
+        soup = BeautifulSoup((english_build / page).read_text(encoding="utf-8"), "html.parser")
+        quiz = soup.select_one('.rf-quiz[data-kind="number"]')
+        if quiz is None:
+            raise SystemExit(f"{page} has no graded question: the key expects the playground's")
+        question = quiz.select_one("p.rf-quiz-q")
+        question.strong.decompose()
+        data = json.loads(quiz.select_one("script.rf-quiz-data").string)
+        found[language] = {"question": question.get_text().strip(), "answer": data["answer"],
+                           "explanation": data["explanation"]}
+    return found
+
+
 def write_answers(english_build: Path = BUILD) -> dict:
-    """``graded-answers.json`` in the build: its seed and its pages' answers (the exports read it)."""
+    """``graded-answers.json`` in the build: its seed and its pages' answers (the exports read them), and
+    the playground's question, which only the key shows."""
     from revformer.files import write_json
 
     stamp = (english_build / ".package-hash").read_text()
-    record = {"seed": int(re.match(r"seed (-?\d+)", stamp).group(1)), "answers": graded_answers(english_build)}
+    record = {"seed": int(re.match(r"seed (-?\d+)", stamp).group(1)), "answers": graded_answers(english_build),
+              "playground": playground_question(english_build)}
     write_json(english_build / "graded-answers.json", record)
     return record
 
@@ -363,15 +439,62 @@ def _solution_sources(nb: dict) -> list[str]:
 LABELS = {"en": {"title": "Instructor's key", "seed": "Built with seed {seed}. Do not publish this file.",
                  "exercise": "Exercise: the book's solution", "check": "Check questions and their answers",
                  "graded": "Graded questions", "answer": "Answer", "explanation": "Why",
-                 "tolerance": "accepted within {tolerance}", "run": "from this build's run"},
+                 "tolerance": "accepted within {tolerance}", "run": "from this build's run",
+                 "playground": "The model in your browser (the playground)"},
           "zh_CN": {"title": "教师答案", "seed": "用种子 {seed} 构建。请勿公开此文件。",
                     "exercise": "练习：本书的解答", "check": "检查题及其答案",
                     "graded": "自动评分题", "answer": "答案", "explanation": "理由",
-                    "tolerance": "容差 {tolerance}", "run": "取自本次构建的运行"}}
+                    "tolerance": "容差 {tolerance}", "run": "取自本次构建的运行",
+                    "playground": "浏览器里的模型"}}
 
 
-def key_markdown(language: str, seed: int, answers: dict) -> str:
-    """The key in Markdown: per chapter the exercise's solution, the check questions' answers, the graded key."""
+# A check question in the key: a numbered question (a list item, "**1.** ...", or chapter 15's "#### 9. ..."), what
+# belongs to it up to its answer, then the answer; the section's other lines speak to the page's reader only.
+PAGE_ONLY = re.compile(r" ?(?:The folded cell below[^.\n]*\.|下面折叠起来的单元格[^。\n]*。)")  # it points at the page
+QUESTION = re.compile(r"^(?:#{3,4} |\*\*)?(\d+)\.(?:\*\*)? ")
+BLOCKS = re.compile(r"(<details>.*?</details>|^[ \t]*```.*?^[ \t]*```[ \t]*$)", re.S | re.M)
+
+
+def check_questions(nb: dict, answer_label: str) -> list[str]:
+    """A chapter's check questions and their answers, as the key shows them: from the section's heading
+    (the last ``##`` heading before the first answer) to the last answer, questions and answers only."""
+    text = "\n\n".join(_text(c) for c in nb["cells"] if c["cell_type"] == "markdown")
+    answers = list(ANSWER.finditer(text))
+    if not answers:
+        return []
+    headings = [m.start() for m in re.finditer(r"^## ", text[:answers[0].start()], re.M)]
+    text = text[headings[-1] if headings else 0:answers[-1].end()]
+    kept, open_question = [], False
+    for part in BLOCKS.split(text):
+        if part.startswith("<details>"):
+            inner = re.sub(r"<details>\s*<summary>[^<]*</summary>\s*(.*?)\s*</details>", r"\1", part, flags=re.S)
+            if not open_question:
+                raise ValueError(f"an answer without its question: {inner[:80]!r}")
+            kept[-1] += f"\n\n> **{answer_label}.** " + PAGE_ONLY.sub("", inner).replace("\n", "\n> ")
+            open_question = False
+            continue
+        blocks = [part] if "```" in part else re.split(r"\n\s*\n", part)
+        for block in blocks:
+            if not block.strip():
+                continue
+            question = QUESTION.match(block.strip())
+            if question:
+                kept.append(f"**{question.group(1)}.** " + block.strip()[question.end():])
+                open_question = True
+            elif open_question:
+                kept[-1] += "\n\n" + block.strip("\n")
+    return kept
+
+
+def _number_text(value) -> str:
+    from revformer.exports import _number
+
+    return _number(value)
+
+
+def key_markdown(language: str, seed: int, answers: dict, playground: dict | None = None) -> str:
+    """The key in Markdown: per chapter the exercise's solution, the check questions' answers, the graded key;
+    the playground's graded question last, as the build's page asked it."""
     import translations
     from revformer.exports import graded_questions
 
@@ -379,38 +502,41 @@ def key_markdown(language: str, seed: int, answers: dict) -> str:
     graded = {}
     for q in graded_questions(language, answers):
         graded.setdefault(q.ref[:2], []).append(q)
+    run_refs = _from_the_run()
     folder = ROOT / "book" if language == "en" else translations.ZH / "book"
-    parts = [f"# {words['title']}", words["seed"].format(seed=seed)]
+    chapters, parts = [], []
     for path in sorted(folder.glob("*.ipynb")):
         nb = json.loads(path.read_text(encoding="utf-8"))
         chapter = path.name[:2]
         title = next(_text(c).splitlines()[0].lstrip("# ") for c in nb["cells"] if c["cell_type"] == "markdown")
-        parts.append(f"## {title}")
+        chapters.append(f"[{title}](#ch-{chapter})")
+        parts.append(f'<a id="ch-{chapter}"></a>\n\n## {title}')
         for source in _solution_sources(nb):
             parts += [f"### {words['exercise']}", f"```python\n{source.rstrip()}\n```"]
-        checks = [_text(c) for c in nb["cells"] if c["cell_type"] == "markdown" and ANSWER.search(_text(c))]
+        checks = check_questions(nb, words["answer"])
         if checks:
             parts.append(f"### {words['check']}")
-            for text in checks:
-                text = re.sub(r"^#+ .*\n", "", text)
-                text = re.sub(r"<details>\s*<summary>[^<]*</summary>\s*(.*?)\s*</details>",
-                              lambda m: f"> **{words['answer']}.** " + m.group(1).replace("\n", "\n> "), text, flags=re.S)
-                parts.append(text.strip())
-        if graded.get(chapter):
-            parts.append(f"### {words['graded']}")
-            for q in graded[chapter]:
-                if q.kind == "choice":
-                    right = f"({chr(97 + int(q.answer))}) {q.options[int(q.answer)]}"
-                    options = "\n".join(f"   - ({chr(97 + i)}) {o}" for i, o in enumerate(q.options))
-                    body = f"{options}\n\n   **{words['answer']}:** {right}"
-                else:
-                    from revformer.exports import _number
-
-                    tolerance = words["tolerance"].format(tolerance=_number(q.tolerance))
-                    run = f", {words['run']}" if q.ref in _from_the_run() else ""
-                    body = f"   **{words['answer']}:** {_number(q.answer)} ({tolerance}{run})"
-                parts.append(f"- **{q.ref}.** {q.question}\n\n{body}\n\n   *{words['explanation']}:* {q.explanation}")
-    return "\n\n".join(parts) + "\n"
+            parts += checks
+        for q in graded.get(chapter, []):
+            if q is graded[chapter][0]:
+                parts.append(f"### {words['graded']}")
+            if q.kind == "choice":
+                right = f"({chr(97 + int(q.answer))}) {q.options[int(q.answer)]}"
+                options = "\n".join(f"   - ({chr(97 + i)}) {o}" for i, o in enumerate(q.options))
+                body = f"{options}\n\n   **{words['answer']}:** {right}"
+            else:
+                tolerance = words["tolerance"].format(tolerance=_number_text(q.tolerance))
+                run = f", {words['run']}" if q.ref in run_refs else ""
+                body = f"   **{words['answer']}:** {_number_text(q.answer)} ({tolerance}{run})"
+            parts.append(f"- **{q.ref}.** {q.question}\n\n{body}\n\n   *{words['explanation']}:* {q.explanation}")
+    if playground:
+        chapters.append(f"[{words['playground']}](#playground)")
+        parts += ['<a id="playground"></a>\n\n## ' + words["playground"], f"### {words['graded']}",
+                  f"- **playground.** {html.escape(playground['question'])}\n\n   **{words['answer']}:** "
+                  f"{_number_text(playground['answer'])} ({words['run']})\n\n"
+                  f"   *{words['explanation']}:* {html.escape(playground['explanation'])}"]
+    contents = "\n".join(f"- {link}" for link in chapters)
+    return "\n\n".join([f"# {words['title']}", words["seed"].format(seed=seed), contents] + parts) + "\n"
 
 
 def _from_the_run() -> set:
@@ -428,15 +554,24 @@ pre{{background:#f4f4f4;padding:.8em;overflow-x:auto}}code{{font-size:.92em}}blo
 margin:.5em 0;padding:.1em 1em;background:#f3f8f5}}h2{{border-top:1px solid #ccc;padding-top:1em}}
 @media (prefers-color-scheme: dark){{body{{color:#e6e6e6;background:#161616}}pre{{background:#242424}}
 blockquote{{background:#1d2a23}}}}
-</style></head><body>
+</style>
+<script defer src="tex-chtml.js"></script></head><body>
 {body}
 </body></html>
 """
 
 
+def _math(content: str, options: dict) -> str:
+    """A formula as MathJax reads it from the page: \\(...\\) inline, \\[...\\] displayed."""
+    content = html.escape(content, quote=False)
+    return f'<div class="math">\\[{content}\\]</div>' if options.get("display_mode") else \
+        f'<span class="math">\\({content}\\)</span>'
+
+
 def write_key(english_build: Path = BUILD) -> Path:
     """The instructor's key in both languages, with the graded questions in every export format."""
     from markdown_it import MarkdownIt
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
 
     from revformer.exports import FORMATS, SUFFIXES, write
 
@@ -446,9 +581,12 @@ def write_key(english_build: Path = BUILD) -> Path:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     shutil.copy(english_build / "graded-answers.json", folder / "graded-answers.json")
-    render = MarkdownIt("commonmark").enable("table")
+    render = MarkdownIt("commonmark").use(dollarmath_plugin, renderer=_math).enable("table")
+    mathjax = english_build / "html" / "_static" / "mathjax"  # the site's own copy: the key works offline too
+    shutil.copy(mathjax / "tex-chtml.js", folder / "tex-chtml.js")
+    shutil.copytree(mathjax / "output" / "chtml" / "fonts", folder / "output" / "chtml" / "fonts")
     for language in ("en", "zh_CN"):
-        text = key_markdown(language, seed, answers)
+        text = key_markdown(language, seed, answers, record["playground"][language])
         suffix = "" if language == "en" else ".zh_CN"
         (folder / f"key{suffix}.md").write_text(text, encoding="utf-8")
         page = _PAGE.format(lang="zh-CN" if language == "zh_CN" else "en", title=html.escape(LABELS[language]["title"]),

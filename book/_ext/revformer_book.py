@@ -661,11 +661,26 @@ def no_launch_for_pages(app, pagename, templatename, context, doctree):
 RUN_BADGE = {"en": ("Run this chapter in {name}", "or in {name}"), "zh_CN": ("在 {name} 中运行本章", "或在 {name} 中运行")}
 
 
+# The student edition (tools/student.py) has no launch buttons: Colab and Binder would open the repository's
+# notebooks, which keep the answers; its chapters link to their own notebooks in the site's downloads instead.
+STUDENT_BADGE = {"en": "Download this chapter's notebook, then open it in Colab (File, Upload notebook) or Jupyter",
+                 "zh_CN": "下载本章的 notebook，再在 Colab（文件 → 上传笔记本）或 Jupyter 中打开"}
+
+
 def run_badges(app, pagename, templatename, context, doctree):
     """Under a chapter's title, the header's launch links as buttons a reader sees (the look review: the way
     to run a chapter was a rocket icon in the header only): Colab first, then Binder."""
     body = context.get("body")
+    student = app.config.revformer_edition == "student"
+    if student and "header_buttons" in context:
+        context["header_buttons"] = [b for b in context["header_buttons"] if b.get("label") != "launch-buttons"]
     if not body or not context.get("sourcename", "").endswith((".ipynb", ".ipynb.txt")) or "</h1>" not in body:
+        return
+    if student:
+        notebook = context["pathto"](f"downloads/notebooks/{pagename.rsplit('/', 1)[-1]}.ipynb", 1)
+        wording = STUDENT_BADGE["zh_CN" if app.config.revformer_language == "zh_CN" else "en"]
+        context["body"] = body.replace("</h1>", f'</h1>\n<p class="rf-run"><a class="rf-run-download" download '
+                                       f'href="{html.escape(notebook, quote=True)}">{html.escape(wording)}</a></p>', 1)
         return
     links = {b.get("text"): b for group in context.get("header_buttons", []) if group.get("label") == "launch-buttons"
              for b in group.get("buttons", [])}
@@ -793,6 +808,7 @@ def setup(app):
     app.add_css_file("revformer-book.css")
     app.add_config_value("revformer_language", "en", "html", [str])
     app.add_config_value("revformer_site_root", "", "html", [str])
+    app.add_config_value("revformer_edition", "reader", "html", [str])  # or "student" (tools/student.py)
     app.add_config_value("revformer_section_ids", "", "env", [str])
     app.connect("doctree-read", english_section_ids, priority=400)
     app.connect("doctree-read", english_term_ids, priority=400)

@@ -17,8 +17,10 @@ forward pass over all ``T+1`` tokens and the cache with ``KVCache``'s. It
 recognises the usual mistakes by computing each one: the cache not extended,
 the new key and value appended twice, the position embedding of position 0
 (or one off) for the new token, a mask that hides keys the new query may read,
-the cache left unread, the final LayerNorm skipped, the new key put first, and
-the logits of every position returned instead of the new one's.
+the cache left unread, the residual addition around the attention left out,
+the scores divided by sqrt(D) instead of sqrt(Dh), the FFN fed the stream
+without ``norm2``, the final LayerNorm skipped, the new key put first, and the
+logits of every position returned instead of the new one's.
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ def _device(model) -> torch.device:
 
 @torch.no_grad()
 def _step(model, token, keys, values, position=None, twice=False, mask=None, final_norm=True,
-          first=False, cached=True):
+          first=False, cached=True, residual=True, width=None, norm2=True):
     """One cached step, right by default; each keyword switches on one usual mistake."""
     start = keys[0].size(2)
     at = start if position is None else position
@@ -63,14 +65,16 @@ def _step(model, token, keys, values, position=None, twice=False, mask=None, fin
         read_k, read_v = (keys[layer], values[layer]) if cached else (k, v)
         if twice:
             read_k, read_v = torch.cat([read_k, k], 2), torch.cat([read_v, v], 2)
-        scores = q @ read_k.transpose(-2, -1) / attention.head_dim ** 0.5  # [B,H,1,T+1]
+        scale = (attention.head_dim if width is None else width) ** 0.5  # sqrt(Dh)
+        scores = q @ read_k.transpose(-2, -1) / scale  # [B,H,1,T+1]
         if mask == "query at 0":  # the row of query 0: every key after key 0 hidden
             scores[..., 1:] = float("-inf")
         elif mask == "own key":  # the diagonal hidden as if it were the future
             scores[..., -1] = float("-inf")
         heads = torch.softmax(scores, dim=-1) @ read_v  # [B,H,1,Dh]
-        x = x + attention.out_proj(attention.merge_heads(heads))
-        x = x + block.ffn(block.norm2(x))
+        added = attention.out_proj(attention.merge_heads(heads))
+        x = x + added if residual else added
+        x = x + block.ffn(block.norm2(x) if norm2 else x)
     x = model.final_norm(x[:, -1]) if final_norm else x[:, -1]
     return model.lm_head(x), keys, values  # [B,13]
 
@@ -102,10 +106,24 @@ def _logit_mistakes(model, token, keys, values):
         (_step(model, token, keys, values, cached=False)[0],
          Message("the new query read only its own key and value: the cache was not used. Append the new "
                  "key and value to keys[layer] and values[layer] and let the query read all T+1")),
+        (_step(model, token, keys, values, residual=False)[0],
+         Message("the residual addition around the attention is missing: the stream became the "
+                 "attention's output alone. Add it to the stream, x = x + "
+                 "attention.out_proj(attention.merge_heads(heads)), as the forward pass does")),
+        (_step(model, token, keys, values, norm2=False)[0],
+         Message("the FFN read the stream without block.norm2: a Pre-LN block normalises before each "
+                 "sublayer, x = x + block.ffn(block.norm2(x)), as the forward pass does")),
         (_step(model, token, keys, values, final_norm=False)[0],
          Message("the final LayerNorm was skipped: the head reads model.final_norm(x), as the forward "
                  "pass does")),
     ]
+    attention = model.blocks[0].attention
+    if attention.d_model != attention.head_dim:  # with one head, sqrt(D) is sqrt(Dh)
+        found.insert(-3, (_step(model, token, keys, values, width=attention.d_model)[0],
+                          Message("the scores were divided by sqrt(D) = {wrong:g}, the model's width: "
+                                  "divide by sqrt(Dh) = {right:g}, the width of one head "
+                                  "(attention.head_dim = {head})", wrong=attention.d_model ** 0.5,
+                                  right=attention.head_dim ** 0.5, head=attention.head_dim)))
     if start + 1 < model.config.max_positions:
         found.insert(2, (_step(model, token, keys, values, position=start + 1)[0],
                          Message("the new token got the position embedding of position {wrong}, one too "
