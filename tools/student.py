@@ -393,8 +393,8 @@ def graded_answers(english_build: Path) -> dict:
 
 
 def playground_question(english_build: Path) -> dict:
-    """The playground's graded question as the built pages ask it, in both languages (its answer comes from
-    the run, and the page computes it itself, so it is not in the package's question files)."""
+    """The playground's graded question as the built pages ask it, in both languages, for the key (its answer
+    comes from the run, and the page computes it itself, so it is not in the package's question files)."""
     from bs4 import BeautifulSoup
 
     found = {}
@@ -412,13 +412,11 @@ def playground_question(english_build: Path) -> dict:
 
 
 def write_answers(english_build: Path = BUILD) -> dict:
-    """``graded-answers.json`` in the build: its seed and its pages' answers (the exports read them), and
-    the playground's question, which only the key shows."""
+    """``graded-answers.json`` in the build: its seed and its pages' answers (the exports read them)."""
     from revformer.files import write_json
 
     stamp = (english_build / ".package-hash").read_text()
-    record = {"seed": int(re.match(r"seed (-?\d+)", stamp).group(1)), "answers": graded_answers(english_build),
-              "playground": playground_question(english_build)}
+    record = {"seed": int(re.match(r"seed (-?\d+)", stamp).group(1)), "answers": graded_answers(english_build)}
     write_json(english_build / "graded-answers.json", record)
     return record
 
@@ -577,6 +575,7 @@ def write_key(english_build: Path = BUILD) -> Path:
 
     record = write_answers(english_build)
     seed, answers = record["seed"], record["answers"]
+    playground = playground_question(english_build)  # both editions' pages: built by now, unlike at write_answers
     folder = english_build / "instructor-key"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -586,7 +585,7 @@ def write_key(english_build: Path = BUILD) -> Path:
     shutil.copy(mathjax / "tex-chtml.js", folder / "tex-chtml.js")
     shutil.copytree(mathjax / "output" / "chtml" / "fonts", folder / "output" / "chtml" / "fonts")
     for language in ("en", "zh_CN"):
-        text = key_markdown(language, seed, answers, record["playground"][language])
+        text = key_markdown(language, seed, answers, playground[language])
         suffix = "" if language == "en" else ".zh_CN"
         (folder / f"key{suffix}.md").write_text(text, encoding="utf-8")
         page = _PAGE.format(lang="zh-CN" if language == "zh_CN" else "en", title=html.escape(LABELS[language]["title"]),
