@@ -16,9 +16,11 @@ pytestmark = pytest.mark.book
 PAGE_BUDGET = 3200  # a numbered chapter
 SITE_BUDGET = 70000  # the developers' guide: the introduction, the chapters, the playground, glossary, references
 # a hidden cell's toggle ("Show code cell source" / "Hide code cell source") is a control, not prose
-# an explorer's labels and readouts (revformer.web) are controls too, read while using it, like a form's
+# an explorer's labels and readouts (revformer.web) are controls too, read while using it, like a form's;
+# so are a graded question's label, answer box and Check button (revformer.quiz): its question and options count
 NOT_READ = ("div.cell_input", "pre", "div.cell_output table", "script", "style", "div.highlight", "form", "svg",
-            "details.hide > summary", ".rf-playground")
+            "details.hide > summary", ".rf-playground", ".rf-quiz-q > strong:first-child", ".rf-quiz label:has(input[type=text])",
+            "button.rf-quiz-check")
 
 
 def words(name: str) -> int:
