@@ -399,7 +399,9 @@ def test_the_keys_check_questions_pair_each_question_with_its_answer_and_drop_wh
 def test_every_sentence_the_student_edition_rewrites_is_on_a_page_and_is_rewritten_there():
     pages = [ROOT / "book" / "intro.md", ROOT / "book" / "playground.md", ROOT / "zh_CN" / "book" / "intro.md",
              ROOT / "zh_CN" / "book" / "playground.md"]
-    chapter = ROOT / "book" / "15_check_questions.ipynb", ROOT / "zh_CN" / "book" / "15_check_questions.ipynb"
+    chapter = [folder / name for folder in (ROOT / "book", ROOT / "zh_CN" / "book")
+               for name in ("01_task.ipynb", "02_shifted_labels.ipynb", "03_embeddings.ipynb", "14_colab.ipynb",
+                            "15_check_questions.ipynb")]
     texts = [p.read_text(encoding="utf-8") for p in pages] + [
         "\n".join(student.strings(json.loads(p.read_text(encoding="utf-8")))) for p in chapter]
     for old, new in student.POINTERS:
@@ -410,3 +412,14 @@ def test_every_sentence_the_student_edition_rewrites_is_on_a_page_and_is_rewritt
     for path in chapter:
         rewritten = "\n".join(student.strings(student.student_notebook(json.loads(path.read_text(encoding="utf-8")))))
         assert not student.leaks(rewritten), path
+
+
+def test_the_student_site_loses_every_link_that_opens_the_repositorys_notebooks(tmp_path):
+    page = tmp_path / "intro.html"
+    page.write_text('<p><a class="rf-landing-run" href="https://colab.research.google.com/github/o/n/blob/main/book/'
+                    '01_task.ipynb"><img src="x.svg" alt="">Run chapter 1 in Colab</a> <a href="book/01_task.html">'
+                    'Read chapter 1</a></p>', encoding="utf-8")
+    assert student.leaks(page.read_text()) == ["a link that opens the repository's notebooks in Colab or Binder"]
+    student.unkey_site(tmp_path)
+    text = page.read_text()
+    assert "colab" not in text and "Read chapter 1" in text and student.leaks(text) == []

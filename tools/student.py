@@ -68,7 +68,24 @@ POINTERS = (
      "每一项都试一试，记下你看到的结果。这些模型只是"),
     ("最后打开答案：答案会链接到讲授相关概念的那一章。", "用它检验你的答案。"),
     ("点击章节顶部的火箭按钮，选择 Colab。", "用章节标题下的链接下载本章的 notebook，再在 Colab 中打开它（文件 → 上传笔记本）。"),
+    # chapters 1-3: the questions the reader's page grades itself; chapter 14: the launch buttons
+    ("The page grades the next two questions itself.", "Your course grades the next two questions."),
+    ("The page grades the next three questions itself.", "Your course grades the next three questions."),
+    ("The page grades the next four questions itself.", "Your course grades the next four questions."),
+    ("下面两个问题由本页自动评分。", "下面两个问题由你的课程评分。"),
+    ("下面三个问题由本页自动评分。", "下面三个问题由你的课程评分。"),
+    ("下面四个问题由本页自动评分。", "下面四个问题由你的课程评分。"),
+    ("press **Run this chapter in Colab** (or choose **Colab** under the rocket button at the top of the page).",
+     "download the chapter's notebook with the link there and upload it with **File > Upload notebook**."),
+    ("点击 **在 Colab 中运行本章**（也可以在页面顶部的火箭按钮下选择 **Colab**）。",
+     "用那里的链接下载本章的 notebook，再用 **File > Upload notebook**（文件 > 上传笔记本）上传。"),
+    ("The rocket's **Binder** entry opens", "**Binder** opens"),
+    ("火箭按钮里的 **Binder** 会在", "**Binder** 会在"),
+    ("Open any chapter from the rocket button in Colab,", "Open any chapter's notebook in Colab,"),
+    ("通过火箭按钮在 Colab 中打开任意一章，", "在 Colab 中打开任意一章的 notebook，"),
 )
+# Links that open the repository's notebooks (which keep the answers): the landing page's "Run chapter 1 in Colab".
+LAUNCH = re.compile(r'<a\b[^>]*href="https://(?:colab\.research\.google\.com|mybinder\.org)/[^"]*"[^>]*>.*?</a>', re.S)
 
 
 def _pointer(sentence: str) -> re.Pattern:
@@ -203,6 +220,8 @@ def leaks(text: str) -> list[str]:
         found.append("a solution")
     if ANSWER.search(text) or REVEALED.search(text):
         found.append("a check question's answer")
+    if LAUNCH.search(text):
+        found.append("a link that opens the repository's notebooks in Colab or Binder")
     for old, _ in POINTERS:
         if _pointer(old).search(text):
             found.append(f"a sentence the student edition rewrites ({old[:40]}...)")
@@ -269,12 +288,13 @@ def student_page(text: str) -> str:
 
 def unkey_site(site: Path) -> None:
     """The built pages and notebooks of a student site with every quiz unkeyed (the Markdown pages' quizzes
-    are executed in the student build itself, with their keys)."""
+    are executed in the student build itself, with their keys) and no link to Colab or Binder."""
     for path in site.rglob("*"):
         if path.suffix == ".html":
             text = path.read_text(encoding="utf-8")
-            if "rf-quiz-data" in text:
-                path.write_text(QUIZ_DATA.sub(unkeyed_payload, text), encoding="utf-8")
+            changed = LAUNCH.sub("", QUIZ_DATA.sub(unkeyed_payload, text))
+            if changed != text:
+                path.write_text(changed, encoding="utf-8")
         elif path.suffix == ".ipynb":
             write(path, student_notebook(read(path)))
 
@@ -530,9 +550,9 @@ def key_markdown(language: str, seed: int, answers: dict, playground: dict | Non
     if playground:
         chapters.append(f"[{words['playground']}](#playground)")
         parts += ['<a id="playground"></a>\n\n## ' + words["playground"], f"### {words['graded']}",
-                  f"- **playground.** {html.escape(playground['question'])}\n\n   **{words['answer']}:** "
-                  f"{_number_text(playground['answer'])} ({words['run']})\n\n"
-                  f"   *{words['explanation']}:* {html.escape(playground['explanation'])}"]
+                  f"- **playground.** {html.escape(playground['question'], quote=False)}\n\n"
+                  f"   **{words['answer']}:** {_number_text(playground['answer'])} ({words['run']})\n\n"
+                  f"   *{words['explanation']}:* {html.escape(playground['explanation'], quote=False)}"]
     contents = "\n".join(f"- {link}" for link in chapters)
     return "\n\n".join([f"# {words['title']}", words["seed"].format(seed=seed), contents] + parts) + "\n"
 
