@@ -423,3 +423,15 @@ def test_the_student_site_loses_every_link_that_opens_the_repositorys_notebooks(
     student.unkey_site(tmp_path)
     text = page.read_text()
     assert "colab" not in text and "Read chapter 1" in text and student.leaks(text) == []
+
+
+def test_an_executed_pages_output_loses_its_colab_link_too():
+    """The introduction is executed: its landing buttons are an output of its notebook in the site's _sources."""
+    link = '<a class="rfl-button" href="https://mybinder.org/v2/gh/o/n/main?urlpath=tree/book/01_task.ipynb">Run</a>'
+    nb = {"cells": [{"cell_type": "code", "id": "a", "metadata": {}, "execution_count": 1, "source": "buttons()",
+                     "outputs": [{"output_type": "display_data", "metadata": {},
+                                  "data": {"text/html": link + '<a href="book/01_task.html">Read</a>'}}]}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    assert student.leaks("\n".join(student.strings(nb)))
+    text = "\n".join(student.strings(student.student_notebook(nb)))
+    assert student.leaks(text) == [] and "Read" in text and "mybinder" not in text

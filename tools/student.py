@@ -115,9 +115,11 @@ def unkeyed_payload(match: re.Match) -> str:
 
 
 def _strip(value):
-    """Every string in an output (its data and its other languages' data) with its quizzes unkeyed."""
+    """Every string in an output (its data and its other languages' data) with its quizzes unkeyed and no
+    link to Colab or Binder."""
     if isinstance(value, str):
-        return QUIZ_DATA.sub(unkeyed_payload, value) if "rf-quiz-data" in value else value
+        value = QUIZ_DATA.sub(unkeyed_payload, value) if "rf-quiz-data" in value else value
+        return LAUNCH.sub("", value)  # the landing page's "Run chapter 1 in Colab", in an executed page's output
     if isinstance(value, list):
         return [_strip(v) for v in value]
     if isinstance(value, dict):
