@@ -29,7 +29,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -51,7 +50,8 @@ KEY_CONTEXT = re.compile(r"^\d\d q\w+ (?:explanation|hint|feedback)(?: \d+)?$")
 
 
 # Sentences of the reader's edition that point at an answer the student edition leaves out, or at the launch
-# buttons it does not have (book/_ext: revformer_edition), and what the student edition says instead (English, then Chinese); a space matches any run of white space, as pages wrap.
+# buttons it does not have (book/_ext: revformer_edition), and what the student edition says instead
+# (English, then Chinese); a space matches any run of white space, as pages wrap.
 POINTERS = (
     ("questions whose answers you reveal, and at least one the page grades for you.",
      "questions to answer before you read on; your course collects the answers."),
@@ -171,18 +171,18 @@ def _unkeyed_questions(data: bytes) -> bytes:
     return (json.dumps(bank, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+def _keyed_entries(catalogue) -> list:
+    """The entries of a compiled catalogue that translate a key (an explanation, a hint, a feedback)."""
+    return [e for e in catalogue if e.msgctxt and KEY_CONTEXT.match(e.msgctxt)]
+
+
 def _unkeyed_catalogue(data: bytes) -> bytes:
     import polib
 
-    with tempfile.TemporaryDirectory() as folder:
-        source = Path(folder) / "in.mo"
-        source.write_bytes(data)
-        catalogue = polib.mofile(str(source))
-        for entry in [e for e in catalogue if e.msgctxt and KEY_CONTEXT.match(e.msgctxt)]:
-            catalogue.remove(entry)
-        target = Path(folder) / "out.mo"
-        catalogue.save(str(target))
-        return target.read_bytes()
+    catalogue = polib.mofile(data)  # polib reads a catalogue's bytes as well as its path
+    for entry in _keyed_entries(catalogue):
+        catalogue.remove(entry)
+    return catalogue.to_binary()
 
 
 def student_wheel(wheel: Path, folder: Path) -> Path:
@@ -271,11 +271,7 @@ def scan(site: Path) -> list[str]:
                     elif name.endswith(".mo"):
                         import polib
 
-                        with tempfile.NamedTemporaryFile(suffix=".mo") as copy:
-                            copy.write(wheel.read(name))
-                            copy.flush()
-                            keys = [e.msgctxt for e in polib.mofile(copy.name) if e.msgctxt and
-                                    KEY_CONTEXT.match(e.msgctxt)]
+                        keys = [e.msgctxt for e in _keyed_entries(polib.mofile(wheel.read(name)))]
                         if keys:
                             found.append(f"{path.name}: {name} translates {len(keys)} answers ({keys[0]}, ...)")
     return found
@@ -506,17 +502,11 @@ def check_questions(nb: dict, answer_label: str) -> list[str]:
     return kept
 
 
-def _number_text(value) -> str:
-    from revformer.exports import _number
-
-    return _number(value)
-
-
 def key_markdown(language: str, seed: int, answers: dict, playground: dict | None = None) -> str:
     """The key in Markdown: per chapter the exercise's solution, the check questions' answers, the graded key;
     the playground's graded question last, as the build's page asked it."""
     import translations
-    from revformer.exports import graded_questions
+    from revformer.exports import _number, graded_questions
 
     words = LABELS[language]
     graded = {}
@@ -537,23 +527,23 @@ def key_markdown(language: str, seed: int, answers: dict, playground: dict | Non
         if checks:
             parts.append(f"### {words['check']}")
             parts += checks
+        if graded.get(chapter):
+            parts.append(f"### {words['graded']}")
         for q in graded.get(chapter, []):
-            if q is graded[chapter][0]:
-                parts.append(f"### {words['graded']}")
             if q.kind == "choice":
                 right = f"({chr(97 + int(q.answer))}) {q.options[int(q.answer)]}"
                 options = "\n".join(f"   - ({chr(97 + i)}) {o}" for i, o in enumerate(q.options))
                 body = f"{options}\n\n   **{words['answer']}:** {right}"
             else:
-                tolerance = words["tolerance"].format(tolerance=_number_text(q.tolerance))
+                tolerance = words["tolerance"].format(tolerance=_number(q.tolerance))
                 run = f", {words['run']}" if q.ref in run_refs else ""
-                body = f"   **{words['answer']}:** {_number_text(q.answer)} ({tolerance}{run})"
+                body = f"   **{words['answer']}:** {_number(q.answer)} ({tolerance}{run})"
             parts.append(f"- **{q.ref}.** {q.question}\n\n{body}\n\n   *{words['explanation']}:* {q.explanation}")
     if playground:
         chapters.append(f"[{words['playground']}](#playground)")
         parts += ['<a id="playground"></a>\n\n## ' + words["playground"], f"### {words['graded']}",
                   f"- **playground.** {html.escape(playground['question'], quote=False)}\n\n"
-                  f"   **{words['answer']}:** {_number_text(playground['answer'])} ({words['run']})\n\n"
+                  f"   **{words['answer']}:** {_number(playground['answer'])} ({words['run']})\n\n"
                   f"   *{words['explanation']}:* {html.escape(playground['explanation'], quote=False)}"]
     contents = "\n".join(f"- {link}" for link in chapters)
     return "\n\n".join([f"# {words['title']}", words["seed"].format(seed=seed), contents] + parts) + "\n"
