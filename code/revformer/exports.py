@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import re
 import zipfile
@@ -136,13 +137,7 @@ def category(chapter: str, language: str = "en") -> str:
 
 def _by_chapter(questions):
     """``(chapter, [questions])`` in the order given, a group each time the chapter changes."""
-    groups = []
-    for q in questions:
-        chapter = q.ref[:2]
-        if not groups or groups[-1][0] != chapter:
-            groups.append((chapter, []))
-        groups[-1][1].append(q)
-    return groups
+    return [(chapter, list(group)) for chapter, group in itertools.groupby(questions, key=lambda q: q.ref[:2])]
 
 
 def _letter(index) -> str:
