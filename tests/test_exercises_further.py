@@ -350,7 +350,8 @@ def test_unfinished_lens_is_todo(capsys):
 
 def kv_step(model, token, keys, values, position=None, extend=True, read_twice=False,
             store_twice=False, mask=None, use_cache=True, final_norm=True, prepend=False,
-            every_row=False, package_mask=False, residual=True, scale="Dh", norm2=True):
+            every_row=False, package_mask=False, residual=True, scale="Dh", norm2=True,
+            read_old=False):
     """One cached step, right by default; each keyword switches on one typical mistake."""
     start = keys[0].size(2)
     at = start if position is None else position
@@ -366,7 +367,9 @@ def kv_step(model, token, keys, values, position=None, extend=True, read_twice=F
             if prepend:
                 pair = [p[::-1] for p in pair]
             read_k, read_v = torch.cat(pair[0], dim=2), torch.cat(pair[1], dim=2)
-            if extend:
+            if read_old:  # attend over the old cache, then append
+                read_k, read_v, keys[layer], values[layer] = keys[layer], values[layer], read_k, read_v
+            elif extend:
                 keys[layer], values[layer] = read_k, read_v
             if store_twice:
                 keys[layer] = torch.cat([read_k, k], dim=2)
@@ -412,7 +415,8 @@ def test_the_books_kv_solution_passes(capsys, model):
     (dict(position=7), "the position embedding of position 7, one too early"),
     (dict(position=9), "the position embedding of position 9, one too far"),
     (dict(mask="as for query 0"), "the new query read key 0 alone"),
-    (dict(mask="diagonal too"), "the new query did not read its own key"),
+    (dict(mask="diagonal too"), "the new query did not read its own key and value"),
+    (dict(read_old=True), "it read the cache before they were appended"),
     (dict(mask="every key"), "some logits are NaN: the mask hid every key"),
     (dict(use_cache=False), "the new query read only its own key and value: the cache was not used"),
     (dict(final_norm=False), "the final LayerNorm was skipped"),

@@ -54,7 +54,7 @@ def test_ipython_displays_both_with_their_metadata(monkeypatch):
     monkeypatch.delenv(i18n.ENV, raising=False)
     data, metadata = format_display_data(ask("05", "q1"))
     assert set(data) == {"text/html", "text/plain"} and "rf-quiz" in data["text/html"]
-    assert "问题。" in metadata[i18n.METADATA_KEY]["zh_CN"]["text/html"]
+    assert "问题 05 q1。" in metadata[i18n.METADATA_KEY]["zh_CN"]["text/html"]
 
 
 def _data(html):

@@ -237,3 +237,16 @@ def test_the_playground_reads_full_width_digits():
     out = _node(function + '\nconsole.log(JSON.stringify(["\uff19\uff18\uff17 650", "3\u30001 4205", "31a205"]'
                            '.map(asciiDigits)));')
     assert json.loads(out) == ["987650", "314205", "31a205"]
+
+
+def test_the_books_questions_show_their_reference_in_each_edition():
+    """A teacher says "answer 08 q1": the page shows the reference the key and the exports use."""
+    from revformer.quiz import Unkeyed, ask
+
+    asked = ask("08", "q1")
+    assert "<strong>Question 08 q1.</strong>" in asked.en._repr_html_()
+    assert "<strong>问题 08 q1。</strong>" in asked.zh._repr_html_()
+    student = Unkeyed("choice", "Which?", ("a", "b"), ref="08 q1")
+    assert "<strong>Question 08 q1.</strong>" in student._repr_html_()
+    # a question of the reader's own, made with choice(), has no reference to show
+    assert "<strong>Question.</strong>" in choice("Which?", ["a", "b"], 0, "a.")._repr_html_()

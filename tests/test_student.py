@@ -435,3 +435,11 @@ def test_an_executed_pages_output_loses_its_colab_link_too():
     assert student.leaks("\n".join(student.strings(nb)))
     text = "\n".join(student.strings(student.student_notebook(nb)))
     assert student.leaks(text) == [] and "Read" in text and "mybinder" not in text
+
+
+def test_the_key_writes_a_number_to_the_decimal_its_tolerance_asks_for():
+    assert student.key_number(0.09174475714285714, 0.002) == "0.092"   # chapter 2's loss, within 0.002
+    assert student.key_number(0.09174475714285714, 0.01) == "0.09"
+    assert student.key_number(12.34, 0.5) == "12.3"
+    assert student.key_number(3.0, 0.002) == "3"                       # a count stays whole
+    assert student.key_number(0.125, 0) == "0.125"                     # exact: every digit

@@ -24,6 +24,7 @@ import hashlib
 import html
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -537,7 +538,7 @@ def key_markdown(language: str, seed: int, answers: dict, playground: dict | Non
             else:
                 tolerance = words["tolerance"].format(tolerance=_number(q.tolerance))
                 run = f", {words['run']}" if q.ref in run_refs else ""
-                body = f"   **{words['answer']}:** {_number(q.answer)} ({tolerance}{run})"
+                body = f"   **{words['answer']}:** {key_number(q.answer, q.tolerance)} ({tolerance}{run})"
             parts.append(f"- **{q.ref}.** {q.question}\n\n{body}\n\n   *{words['explanation']}:* {q.explanation}")
     if playground:
         chapters.append(f"[{words['playground']}](#playground)")
@@ -547,6 +548,16 @@ def key_markdown(language: str, seed: int, answers: dict, playground: dict | Non
                   f"   *{words['explanation']}:* {html.escape(playground['explanation'], quote=False)}"]
     contents = "\n".join(f"- {link}" for link in chapters)
     return "\n\n".join([f"# {words['title']}", words["seed"].format(seed=seed), contents] + parts) + "\n"
+
+
+def key_number(value: float, tolerance: float) -> str:
+    """``value`` as a teacher reads it in the key: to the decimal the tolerance asks for (0.092 within
+    0.002), where the exports keep every digit a grader's software compares."""
+    from revformer.exports import _number
+
+    if tolerance <= 0 or float(value).is_integer():
+        return _number(value)
+    return f"{float(value):.{max(0, -math.floor(math.log10(tolerance)))}f}"
 
 
 def _from_the_run() -> set:

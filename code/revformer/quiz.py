@@ -190,7 +190,7 @@ def _read_plain(t: str, answer: float | None, tolerance: float) -> Reading:
 
 
 # What the quiz itself says, in English; each edition's language from the catalogue (revformer.i18n).
-UI = {"question": "Question.", "check": "Check", "your_answer": "Your answer:", "answer_label": "your answer",
+UI = {"question": "Question.", "numbered": "Question {ref}.", "check": "Check", "your_answer": "Your answer:", "answer_label": "your answer",
       "pick": "Pick an answer first.", "correct": "Correct. ", "wrong": "Not quite. ",
       "retry": "Read the question again and retry.", "typeNumber": "Type a number, for example 0.5.",
       "wrongNumber": "Not quite: ", "is": " is ", "tooSmall": "too small", "tooLarge": "too large",
@@ -242,9 +242,11 @@ def _render(quiz_id: str, question: str, body: str, data: dict, language: str) -
     data = {**data, "ui": {k: ui[k] for k in _SCRIPT_UI}}
     payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")  # no markup, cannot close the script
     lang = ' lang="zh-CN"' if language == "zh_CN" else ""
+    # the book's questions carry their reference ("08 q3"), as the key and the exports name them
+    label = ui["numbered"].replace("{ref}", html.escape(data["ref"])) if data.get("ref") else ui["question"]
     return (
         f'{_STYLE}<div class="rf-quiz" id="{quiz_id}" data-kind="{data["kind"]}"{lang}>'
-        f'<p class="rf-quiz-q"><strong>{ui["question"]}</strong>{" " * (language == "en")}{_inline(question)}</p>'
+        f'<p class="rf-quiz-q"><strong>{label}</strong>{" " * (language == "en")}{_inline(question)}</p>'
         f'{body}'
         f'<button type="button" class="rf-quiz-check">{ui["check"]}</button>'
         '<p class="rf-quiz-feedback" role="status" aria-live="polite"></p>'

@@ -17,6 +17,7 @@ forward pass over all ``T+1`` tokens and the cache with ``KVCache``'s. It
 recognises the usual mistakes by computing each one: the cache not extended,
 the new key and value appended twice, the position embedding of position 0
 (or one off) for the new token, a mask that hides keys the new query may read,
+the query reading the cache before the new key and value are appended,
 the cache left unread, the residual addition around the attention left out,
 the scores divided by sqrt(D) instead of sqrt(Dh), the FFN fed the stream
 without ``norm2``, the final LayerNorm skipped, the new key put first, and the
@@ -100,9 +101,10 @@ def _logit_mistakes(model, token, keys, values):
                  "query is the newest position, so every key is at or before it and nothing is masked: "
                  "for one new query, leave the mask off (causal=False)")),
         (_step(model, token, keys, values, mask="own key")[0],
-         Message("the new query did not read its own key: the mask hid the last key, as if it were in "
-                 "the future. A query may read its own position (the diagonal stays visible); for the "
-                 "newest position nothing is masked")),
+         Message("the new query did not read its own key and value: it read the cache before they were "
+                 "appended (or a mask hid the last key, as if it were in the future). Append first, then "
+                 "let the query read all T+1 keys: a query may read its own position, and for the newest "
+                 "position nothing is masked")),
         (_step(model, token, keys, values, cached=False)[0],
          Message("the new query read only its own key and value: the cache was not used. Append the new "
                  "key and value to keys[layer] and values[layer] and let the query read all T+1")),
